@@ -1,0 +1,48 @@
+// `npm test`: builds the addon, runs the Rust tests and the vitest suite, and ends with one line
+// `N passed, N failed` summing both. Exits non-zero when anything failed or did not run.
+import { spawnSync } from 'node:child_process'
+import { readFileSync, rmSync } from 'node:fs'
+
+const target = 'x86_64-unknown-linux-gnu'
+let passed = 0
+let failed = 0
+let broken = false
+
+function run(cmd, args, opts = {}) {
+  console.log(`\n$ ${cmd} ${args.join(' ')}`)
+  const r = spawnSync(cmd, args, { stdio: opts.capture ? ['inherit', 'pipe', 'inherit'] : 'inherit', encoding: 'utf8' })
+  if (opts.capture && r.stdout) process.stdout.write(r.stdout)
+  return r
+}
+
+const build = run('npx', ['napi', 'build', '--platform'])
+if (build.status !== 0) {
+  console.error('build failed')
+  console.log('0 passed, 1 failed')
+  process.exit(1)
+}
+
+const cargo = run('cargo', ['test', '--target', target, '--lib', '--tests', '--', '--test-threads=2'], { capture: true })
+let cargoCounted = false
+for (const m of (cargo.stdout ?? '').matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+  passed += Number(m[1])
+  failed += Number(m[2])
+  cargoCounted = true
+}
+if (cargo.status !== 0 && !cargoCounted) broken = true
+if (cargo.status !== 0 && cargoCounted && failed === 0) broken = true
+
+rmSync('vitest.json', { force: true })
+const vitest = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', '--outputFile=vitest.json'])
+try {
+  const r = JSON.parse(readFileSync('vitest.json', 'utf8'))
+  passed += r.numPassedTests
+  failed += r.numFailedTests
+  if (r.numFailedTestSuites > 0 && r.numFailedTests === 0) broken = true
+} catch {
+  broken = true
+}
+if (vitest.status !== 0 && failed === 0) broken = true
+
+console.log(`\n${passed} passed, ${failed} failed`)
+process.exit(failed > 0 || broken ? 1 : 0)

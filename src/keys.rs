@@ -1,0 +1,1036 @@
+//! The key model: what a session key is, how the many spellings callers use map to the one
+//! canonical key a session is stored under, and how a key is shown back to an agent.
+//!
+//! Owns REFERENCE.md §1 as amended by DECISIONS.md (requester-relative `main`, bare keys belong
+//! to the configured default agent, kinds recognised inside canonical keys). Pure string logic:
+//! it never touches the store or the config object (it is handed a [`KeyModel`]).
+
+use crate::error::{Error, Result};
+
+pub const DEFAULT_AGENT_ID: &str = "main";
+/// The main key when `session.mainKey` is unset, and the literal every caller may use for "my
+/// main session".
+pub const DEFAULT_MAIN_KEY: &str = "main";
+/// Longest session key (in bytes) the engine accepts.
+pub const MAX_KEY_LEN: usize = 512;
+/// Longest agent id `normalize_agent_id` produces (in chars; ids are ASCII, so also in bytes).
+const MAX_AGENT_ID_LEN: usize = 64;
+
+/// JavaScript's `String.prototype.trim`: Unicode white space and line terminators, plus U+FEFF,
+/// but not U+0085 (which Rust's `trim` would remove). Used wherever the reference trims, so that
+/// what counts as blank matches the gateway.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_space)
+}
+
+fn is_js_space(c: char) -> bool {
+    (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}'
+}
+
+fn is_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// `normalizeAgentId` (§1.3): trim; empty → `main`; `^[a-z0-9][a-z0-9_-]{0,63}$` (any case) →
+/// lower-cased; else lower-case, runs outside `[a-z0-9_-]` → `-`, strip `-` at both ends, cut to
+/// 64 chars, empty → `main`.
+pub fn normalize_agent_id(raw: &str) -> String {
+    let trimmed = js_trim(raw);
+    if trimmed.is_empty() {
+        return DEFAULT_AGENT_ID.to_string();
+    }
+    let mut chars = trimmed.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    if first_ok && trimmed.len() <= MAX_AGENT_ID_LEN && chars.all(is_id_char) {
+        return trimmed.to_ascii_lowercase();
+    }
+    // Lower-case first (as JS does: a Kelvin sign becomes `k`), then collapse every run of
+    // characters outside the id alphabet into one `-`.
+    let mut collapsed = String::with_capacity(trimmed.len());
+    let mut in_run = false;
+    for c in trimmed.to_lowercase().chars() {
+        if is_id_char(c) {
+            collapsed.push(c);
+            in_run = false;
+        } else if !in_run {
+            collapsed.push('-');
+            in_run = true;
+        }
+    }
+    // Only ASCII is left, but cut by chars anyway so no byte offset is ever guessed.
+    let cut: String = collapsed.trim_matches('-').chars().take(MAX_AGENT_ID_LEN).collect();
+    if cut.is_empty() {
+        DEFAULT_AGENT_ID.to_string()
+    } else {
+        cut
+    }
+}
+
+/// An `agent:<id>:<rest>` key taken apart (§1.3 parseAgentSessionKey).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentKey {
+    /// normalized agent id
+    pub agent_id: String,
+    /// the segments after the agent id, re-joined with `:` (empty segments dropped)
+    pub rest: String,
+}
+
+/// §1.3 parseAgentSessionKey: trim, split on `:` dropping empty segments, ≥ 3 segments, first is
+/// exactly `agent` (case-sensitive).
+pub fn parse_agent_key(key: &str) -> Option<AgentKey> {
+    let mut parts = js_trim(key).split(':').filter(|p| !p.is_empty());
+    if parts.next()? != "agent" {
+        return None;
+    }
+    let agent = js_trim(parts.next()?);
+    let rest = parts.collect::<Vec<_>>().join(":");
+    if agent.is_empty() || rest.is_empty() {
+        return None;
+    }
+    Some(AgentKey { agent_id: normalize_agent_id(agent), rest })
+}
+
+/// Whether the trimmed key, or the rest of a canonical key, starts with `prefix` (ASCII,
+/// compared case-insensitively).
+fn has_kind_prefix(key: &str, prefix: &str) -> bool {
+    let starts = |s: &str| s.get(..prefix.len()).is_some_and(|p| p.eq_ignore_ascii_case(prefix));
+    let trimmed = js_trim(key);
+    !trimmed.is_empty() && (starts(trimmed) || parse_agent_key(trimmed).is_some_and(|k| starts(&k.rest)))
+}
+
+/// §1.3 isSubagentKey.
+pub fn is_subagent_key(key: &str) -> bool {
+    has_kind_prefix(key, "subagent:")
+}
+
+/// §1.3 isAcpKey.
+pub fn is_acp_key(key: &str) -> bool {
+    has_kind_prefix(key, "acp:")
+}
+
+/// §1.6 looksLikeSessionId: trimmed value is 8-4-4-4-12 hex, any case.
+pub fn looks_like_session_id(v: &str) -> bool {
+    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    let parts: Vec<&str> = js_trim(v).split('-').collect();
+    parts.len() == GROUPS.len()
+        && parts.iter().zip(GROUPS).all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// §1.6 looksLikeSessionKey.
+pub fn looks_like_session_key(v: &str) -> bool {
+    let raw = js_trim(v);
+    if raw.is_empty() {
+        return false;
+    }
+    matches!(raw, "main" | "global" | "unknown")
+        || is_acp_key(raw)
+        || ["agent:", "cron:", "hook:", "node-", "node:"].iter().any(|p| raw.starts_with(p))
+        || names_group(raw)
+}
+
+/// The key contains `:group:` or `:channel:` somewhere.
+fn names_group(key: &str) -> bool {
+    key.contains(":group:") || key.contains(":channel:")
+}
+
+/// §1.6 shouldResolveAsSessionId.
+pub fn should_resolve_as_session_id(v: &str) -> bool {
+    looks_like_session_id(v) || !looks_like_session_key(v)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKind {
+    Group,
+    Channel,
+}
+
+/// A group or channel chat key taken apart (§1.7 parseGroupKey).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupKey {
+    pub channel: String,
+    pub kind: GroupKind,
+    pub id: String,
+}
+
+/// §1.7 parseGroupKey: strip an `agent:<id>:` prefix when it parses, split dropping empties, ≥ 3
+/// parts with part 2 `group` or `channel`.
+pub fn parse_group_key(key: &str) -> Option<GroupKey> {
+    let raw = js_trim(key);
+    if raw.is_empty() {
+        return None;
+    }
+    let parsed = parse_agent_key(raw);
+    let body = parsed.as_ref().map_or(raw, |k| k.rest.as_str());
+    let parts: Vec<&str> = body.split(':').filter(|p| !p.is_empty()).collect();
+    let (channel, kind, rest) = match parts.as_slice() {
+        [channel, kind, rest @ ..] if !rest.is_empty() => (*channel, *kind, rest),
+        _ => return None,
+    };
+    let kind = match kind {
+        "group" => GroupKind::Group,
+        "channel" => GroupKind::Channel,
+        _ => return None,
+    };
+    Some(GroupKey { channel: channel.to_string(), kind, id: rest.join(":") })
+}
+
+/// The tool-layer kind of a session (SESSION_TOOLS.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionKind {
+    Main,
+    Group,
+    Cron,
+    Hook,
+    Node,
+    Other,
+}
+
+impl SessionKind {
+    pub const ALL: [SessionKind; 6] = [
+        SessionKind::Main,
+        SessionKind::Group,
+        SessionKind::Cron,
+        SessionKind::Hook,
+        SessionKind::Node,
+        SessionKind::Other,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Main => "main",
+            SessionKind::Group => "group",
+            SessionKind::Cron => "cron",
+            SessionKind::Hook => "hook",
+            SessionKind::Node => "node",
+            SessionKind::Other => "other",
+        }
+    }
+    /// Trimmed, lower-cased name → kind.
+    pub fn parse(s: &str) -> Option<SessionKind> {
+        let wanted = js_trim(s).to_lowercase();
+        SessionKind::ALL.into_iter().find(|k| k.as_str() == wanted)
+    }
+}
+
+/// The gateway-side kind (`classifySessionKey`, §1.7): `global`, `unknown`, `group` (entry
+/// chatType group/channel, or the key contains `:group:`/`:channel:`), else `direct`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatewayKind {
+    Direct,
+    Group,
+    Global,
+    Unknown,
+}
+
+impl GatewayKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GatewayKind::Direct => "direct",
+            GatewayKind::Group => "group",
+            GatewayKind::Global => "global",
+            GatewayKind::Unknown => "unknown",
+        }
+    }
+}
+
+pub fn gateway_kind(key: &str, chat_type: Option<&str>) -> GatewayKind {
+    match key {
+        "global" => return GatewayKind::Global,
+        "unknown" => return GatewayKind::Unknown,
+        _ => {}
+    }
+    let group_chat = chat_type.is_some_and(|t| matches!(t, "group" | "channel"));
+    if group_chat || names_group(key) {
+        GatewayKind::Group
+    } else {
+        GatewayKind::Direct
+    }
+}
+
+/// The kind a key has on its own, whatever the config: `cron`/`hook`/`node` (bare prefixes
+/// `cron:`, `hook:`, `node-`, `node:`, or the same at the start of the rest of a canonical
+/// `agent:<id>:` key, DECISIONS.md), `group` (contains `:group:`/`:channel:`), else `other`.
+/// `main` is never returned: whether a key is a main session depends on the config
+/// ([`KeyModel::classify_kind`]).
+pub fn key_kind(key: &str) -> SessionKind {
+    fn internal_kind(s: &str) -> Option<SessionKind> {
+        if s.starts_with("cron:") {
+            Some(SessionKind::Cron)
+        } else if s.starts_with("hook:") {
+            Some(SessionKind::Hook)
+        } else if s.starts_with("node-") || s.starts_with("node:") {
+            Some(SessionKind::Node)
+        } else {
+            None
+        }
+    }
+    let raw = js_trim(key);
+    if let Some(kind) = internal_kind(raw) {
+        return kind;
+    }
+    if let Some(kind) = parse_agent_key(raw).and_then(|k| internal_kind(&k.rest)) {
+        return kind;
+    }
+    if names_group(raw) {
+        SessionKind::Group
+    } else {
+        SessionKind::Other
+    }
+}
+
+/// The config-derived part of the key model (REFERENCE.md §1.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyModel {
+    global_scope: bool,
+    main_key: String,
+    default_agent: String,
+}
+
+impl KeyModel {
+    /// `main_key` is trimmed and lower-cased (empty → `main`); `default_agent` normalized.
+    pub fn new(global_scope: bool, main_key: &str, default_agent: &str) -> Self {
+        let main_key = js_trim(main_key).to_lowercase();
+        KeyModel {
+            global_scope,
+            main_key: if main_key.is_empty() { DEFAULT_MAIN_KEY.to_string() } else { main_key },
+            default_agent: normalize_agent_id(default_agent),
+        }
+    }
+    pub fn is_global_scope(&self) -> bool {
+        self.global_scope
+    }
+    pub fn main_key(&self) -> &str {
+        &self.main_key
+    }
+    pub fn default_agent(&self) -> &str {
+        &self.default_agent
+    }
+    /// `global` under global scope, else the main key (§1.1 alias).
+    pub fn alias(&self) -> &str {
+        if self.global_scope {
+            "global"
+        } else {
+            &self.main_key
+        }
+    }
+
+    /// The main session key of an agent: `global` under global scope, else
+    /// `agent:<normalized id>:<mainKey>`.
+    pub fn main_session_key_of(&self, agent_id: &str) -> String {
+        if self.global_scope {
+            "global".to_string()
+        } else {
+            format!("agent:{}:{}", normalize_agent_id(agent_id), self.main_key)
+        }
+    }
+    /// The configured main session: the main session key of the default agent.
+    pub fn main_session_key(&self) -> String {
+        self.main_session_key_of(&self.default_agent)
+    }
+
+    /// Checks a raw key a caller passed: `Err(INVALID_REQUEST)` when it is empty after trimming
+    /// (`<what> required`), longer than [`MAX_KEY_LEN`] bytes (`invalid <what>: too long (max 512)`)
+    /// or contains a NUL or other control character (`invalid <what>: contains a control
+    /// character`). Returns the trimmed key.
+    pub fn check_raw<'a>(&self, raw: &'a str, what: &str) -> Result<&'a str> {
+        let trimmed = js_trim(raw);
+        if trimmed.is_empty() {
+            return Err(Error::invalid_request(format!("{what} required")));
+        }
+        if trimmed.len() > MAX_KEY_LEN {
+            return Err(too_long(what));
+        }
+        if trimmed.chars().any(char::is_control) {
+            return Err(Error::invalid_request(format!("invalid {what}: contains a control character")));
+        }
+        Ok(trimmed)
+    }
+
+    /// The canonical store key (§1.5): `global`/`unknown` unchanged; agent keys get their id
+    /// normalized and main aliases (`main`, mainKey, `agent:<id>:<mainKey>`, `agent:<id>:main`)
+    /// mapped to that agent's main session key; bare `main`/mainKey → the default agent's main
+    /// session; any other bare key → `agent:<defaultAgent>:<raw>` (case kept). Errors as
+    /// [`KeyModel::check_raw`] with what = `key`; a canonical key that would exceed
+    /// [`MAX_KEY_LEN`] (a long bare key plus its prefix) is refused as too long as well.
+    pub fn canonical(&self, raw: &str) -> Result<String> {
+        let key = self.check_raw(raw, "key")?;
+        let canonical = self.canonical_of_checked(key);
+        // A bare key grows by its `agent:<id>:` prefix; what comes out must still be a key the
+        // engine accepts when it is handed back.
+        if canonical.len() > MAX_KEY_LEN {
+            return Err(too_long("key"));
+        }
+        Ok(canonical)
+    }
+
+    fn canonical_of_checked(&self, key: &str) -> String {
+        if key == "global" || key == "unknown" {
+            return key.to_string();
+        }
+        if let Some(AgentKey { agent_id, rest }) = parse_agent_key(key) {
+            return if rest == DEFAULT_MAIN_KEY || rest == self.main_key {
+                self.main_session_key_of(&agent_id)
+            } else {
+                format!("agent:{agent_id}:{rest}")
+            };
+        }
+        if key == DEFAULT_MAIN_KEY || key == self.main_key {
+            return self.main_session_key();
+        }
+        format!("agent:{}:{key}", self.default_agent)
+    }
+
+    /// Tool-level resolution of a key-like input for a requester of agent `requester_agent`
+    /// (SESSION_TOOLS.md: `main` is the current agent's main session): the literal `main`, the
+    /// main key and the alias map to `main_session_key_of(requester_agent)`; everything else is
+    /// [`KeyModel::canonical`].
+    pub fn resolve_for(&self, raw: &str, requester_agent: &str) -> Result<String> {
+        let key = self.check_raw(raw, "key")?;
+        if key == DEFAULT_MAIN_KEY || key == self.main_key || key == self.alias() {
+            return Ok(self.main_session_key_of(requester_agent));
+        }
+        self.canonical(key)
+    }
+
+    /// §1.5 storeKeys: lookup candidates, canonical first, then the trimmed raw key when it
+    /// differs.
+    pub fn store_keys(&self, raw: &str) -> Result<Vec<String>> {
+        let canonical = self.canonical(raw)?;
+        let trimmed = js_trim(raw);
+        let mut keys = vec![canonical];
+        if keys.iter().all(|k| k != trimmed) {
+            keys.push(trimmed.to_string());
+        }
+        Ok(keys)
+    }
+
+    /// The agent a key belongs to (DECISIONS.md: bare keys, `global` and `unknown` belong to the
+    /// configured default agent; agent keys to their normalized id).
+    pub fn agent_id_of(&self, key: &str) -> String {
+        parse_agent_key(key).map_or_else(|| self.default_agent.clone(), |k| k.agent_id)
+    }
+
+    /// Whether `key` (canonical or literal) is the main session of some agent: the alias, the
+    /// main key, the literal `main`, `global` under global scope, or `agent:<id>:<mainKey>` (and
+    /// `agent:<id>:main`, which [`KeyModel::canonical`] maps to it): exactly the keys whose
+    /// canonical form is some agent's main session key.
+    pub fn is_main_session(&self, key: &str) -> bool {
+        let key = js_trim(key);
+        if let Some(parsed) = parse_agent_key(key) {
+            return parsed.rest == self.main_key || parsed.rest == DEFAULT_MAIN_KEY;
+        }
+        key == self.alias() || key == self.main_key || key == DEFAULT_MAIN_KEY
+    }
+
+    /// How a canonical key is shown to a requester of agent `requester_agent` (DECISIONS.md):
+    /// the requester agent's own main session (or `global` under global scope) → `main`; so are
+    /// the literal alias and main key (§1.4 display, K2/K3); everything else unchanged. Whatever
+    /// shows as `main` resolves back to the same session through [`KeyModel::resolve_for`].
+    pub fn display(&self, key: &str, requester_agent: &str) -> String {
+        let trimmed = js_trim(key);
+        if trimmed == self.alias() || trimmed == self.main_key || trimmed == self.main_session_key_of(requester_agent) {
+            DEFAULT_MAIN_KEY.to_string()
+        } else {
+            key.to_string()
+        }
+    }
+
+    /// §1.7 classifyKind as amended by DECISIONS.md: a main session → `main`; else
+    /// [`key_kind`] for cron/hook/node; else `group` when `gateway_group` (entry chatType
+    /// group/channel) or the key names a group/channel; else `other`.
+    pub fn classify_kind(&self, key: &str, gateway_group: bool) -> SessionKind {
+        if self.is_main_session(key) {
+            return SessionKind::Main;
+        }
+        match key_kind(key) {
+            SessionKind::Other if gateway_group => SessionKind::Group,
+            kind => kind,
+        }
+    }
+
+    /// §1.7 deriveChannel as amended: cron/hook/node → `internal`; trimmed `channel`; trimmed
+    /// `last_channel`; the channel of a group key (bare or canonical, via [`parse_group_key`]);
+    /// else `unknown`.
+    pub fn derive_channel(
+        &self,
+        key: &str,
+        kind: SessionKind,
+        channel: Option<&str>,
+        last_channel: Option<&str>,
+    ) -> String {
+        if matches!(kind, SessionKind::Cron | SessionKind::Hook | SessionKind::Node) {
+            return "internal".to_string();
+        }
+        [channel, last_channel]
+            .into_iter()
+            .flatten()
+            .map(js_trim)
+            .find(|c| !c.is_empty())
+            .map(str::to_string)
+            .or_else(|| parse_group_key(key).map(|g| g.channel))
+            .unwrap_or_else(|| "unknown".to_string())
+    }
+}
+
+/// §1.3 threadParent: the part before the last `:thread:` or `:topic:` marker (case-insensitive),
+/// none when there is no marker or it stands at position 0.
+pub fn thread_parent(key: &str) -> Option<&str> {
+    let raw = js_trim(key);
+    let idx = [":thread:", ":topic:"].iter().filter_map(|m| rfind_ascii_ci(raw, m)).max()?;
+    if idx == 0 {
+        return None;
+    }
+    // `idx` is where an ASCII `:` starts, so it is a char boundary.
+    let parent = js_trim(raw.get(..idx)?);
+    (!parent.is_empty()).then_some(parent)
+}
+
+/// Byte offset of the last ASCII-case-insensitive occurrence of the ASCII `needle`. Works on
+/// bytes of the original string, so offsets are never shifted by Unicode lower-casing.
+fn rfind_ascii_ci(haystack: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+    if n.is_empty() || h.len() < n.len() {
+        return None;
+    }
+    (0..=h.len() - n.len()).rev().find(|&i| h.get(i..i + n.len()).is_some_and(|w| w.eq_ignore_ascii_case(n)))
+}
+
+fn too_long(what: &str) -> Error {
+    Error::invalid_request(format!("invalid {what}: too long (max {MAX_KEY_LEN})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    fn default_model() -> KeyModel {
+        KeyModel::new(false, "main", "main")
+    }
+    fn ops_work() -> KeyModel {
+        KeyModel::new(false, "work", "ops")
+    }
+    fn global() -> KeyModel {
+        KeyModel::new(true, "main", "ops")
+    }
+    fn refusal(r: Result<impl std::fmt::Debug>) -> (ErrorCode, String) {
+        let e = r.expect_err("expected a refusal");
+        (e.code(), e.message().to_string())
+    }
+
+    // ---- normalize_agent_id (K4) -----------------------------------------------------------
+
+    #[test]
+    fn k4_agent_ids_normalize_to_research_main_and_my_agent() {
+        // given the ids of K4 / when normalized / then as the reference says
+        assert_eq!(normalize_agent_id("Research"), "research");
+        assert_eq!(normalize_agent_id("   "), "main");
+        assert_eq!(normalize_agent_id("My Agent!"), "my-agent");
+    }
+
+    #[test]
+    fn normalize_keeps_a_valid_id_and_only_lowercases_it() {
+        assert_eq!(normalize_agent_id("  Ops_Team-2 "), "ops_team-2");
+    }
+
+    #[test]
+    fn normalize_of_empty_is_main() {
+        assert_eq!(normalize_agent_id(""), "main");
+    }
+
+    #[test]
+    fn normalize_of_only_invalid_chars_is_main() {
+        assert_eq!(normalize_agent_id("!!!"), "main");
+        assert_eq!(normalize_agent_id("---"), "main");
+        assert_eq!(normalize_agent_id("🤖🤖"), "main");
+    }
+
+    #[test]
+    fn normalize_collapses_runs_and_strips_dashes_at_both_ends() {
+        assert_eq!(normalize_agent_id("--a  b!!c--"), "a-b-c");
+        assert_eq!(normalize_agent_id("_lead"), "_lead");
+    }
+
+    #[test]
+    fn normalize_accepts_a_64_char_id_unchanged() {
+        let id = "a".repeat(64);
+        assert_eq!(normalize_agent_id(&id), id);
+    }
+
+    #[test]
+    fn normalize_cuts_a_65_char_id_to_64() {
+        assert_eq!(normalize_agent_id(&"b".repeat(65)), "b".repeat(64));
+    }
+
+    #[test]
+    fn normalize_replaces_non_ascii_letters_and_never_splits_a_char() {
+        // given multi-byte letters around the 64-char cut / then an ASCII id cut after the
+        // strip, as the reference does (so it may end in `-`), and no panic
+        let raw = format!("{}é{}yz", "x".repeat(63), "ü".repeat(100));
+        let id = normalize_agent_id(&raw);
+        assert_eq!(id, format!("{}-", "x".repeat(63)));
+        assert_eq!(normalize_agent_id(&format!("{}é{}", "x".repeat(63), "ü".repeat(9))), "x".repeat(63));
+        assert!(id.is_ascii());
+        assert_eq!(normalize_agent_id("Ägent Ölf"), "gent-lf");
+    }
+
+    #[test]
+    fn normalize_lowercases_before_replacing_like_javascript() {
+        // the Kelvin sign lower-cases to an ASCII `k`
+        assert_eq!(normalize_agent_id("\u{212A}ilo!"), "kilo");
+    }
+
+    #[test]
+    fn normalize_output_is_always_in_the_id_alphabet() {
+        for raw in ["a:b", "a\0b", "\u{202E}rtl", "tab\there", "Ω", "x".repeat(300).as_str()] {
+            let id = normalize_agent_id(raw);
+            assert!(!id.is_empty() && id.chars().count() <= 64, "{raw:?} → {id:?}");
+            assert!(id.chars().all(is_id_char), "{raw:?} → {id:?}");
+        }
+    }
+
+    // ---- parse_agent_key (K5, §1.8) --------------------------------------------------------
+
+    #[test]
+    fn k5_agent_key_parses_and_a_two_part_key_does_not() {
+        let parsed = parse_agent_key("agent:ops:discord:group:dev");
+        assert_eq!(parsed, Some(AgentKey { agent_id: "ops".into(), rest: "discord:group:dev".into() }));
+        assert_eq!(parse_agent_key("agent:ops"), None);
+    }
+
+    #[test]
+    fn agent_key_with_empty_segments_parses_to_main_and_x() {
+        let parsed = parse_agent_key("agent::main:x").expect("parses");
+        assert_eq!((parsed.agent_id.as_str(), parsed.rest.as_str()), ("main", "x"));
+    }
+
+    #[test]
+    fn agent_key_prefix_is_case_sensitive() {
+        assert_eq!(parse_agent_key("AGENT:main:x"), None);
+    }
+
+    #[test]
+    fn agent_key_id_is_normalized_and_rest_keeps_its_case() {
+        let parsed = parse_agent_key("  agent:My Agent:Discord:Group:X ").expect("parses");
+        assert_eq!(parsed.agent_id, "my-agent");
+        assert_eq!(parsed.rest, "Discord:Group:X");
+    }
+
+    #[test]
+    fn agent_key_with_blank_id_does_not_parse() {
+        assert_eq!(parse_agent_key("agent: :x"), None);
+        assert_eq!(parse_agent_key(""), None);
+        assert_eq!(parse_agent_key("cron:job:1"), None);
+    }
+
+    // ---- sub-agent / acp / session id (K7, K8) ---------------------------------------------
+
+    #[test]
+    fn k7_subagent_keys_are_recognised() {
+        assert!(is_subagent_key("agent:main:subagent:abc"));
+        assert!(is_subagent_key("subagent:x"));
+        assert!(!is_subagent_key("agent:main:main"));
+    }
+
+    #[test]
+    fn subagent_detection_ignores_case_and_needs_the_colon() {
+        assert!(is_subagent_key(" SubAgent:x "));
+        assert!(is_subagent_key("agent:ops:SUBAGENT:1"));
+        assert!(!is_subagent_key("agent:ops:subagent"));
+        assert!(!is_subagent_key(""));
+    }
+
+    #[test]
+    fn acp_keys_are_recognised_bare_and_canonical() {
+        assert!(is_acp_key("acp:thread-1"));
+        assert!(is_acp_key("agent:ops:acp:1"));
+        assert!(!is_acp_key("agent:ops:acpx:1"));
+    }
+
+    #[test]
+    fn k8_uuid_and_plain_words_are_session_id_candidates_keys_are_not() {
+        assert!(should_resolve_as_session_id("aaaaaaaa-aaaa-4aaa-aaaa-aaaaaaaaaaaa"));
+        assert!(should_resolve_as_session_id("sess-group"));
+        for key in ["agent:main:main", "cron:job", "node-1", "x:group:y"] {
+            assert!(!should_resolve_as_session_id(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn session_id_shape_is_8_4_4_4_12_hex_in_any_case() {
+        assert!(looks_like_session_id(" ABCDEF01-2345-6789-abcd-ef0123456789 "));
+        assert!(!looks_like_session_id("abcdef01-2345-6789-abcd-ef012345678"));
+        assert!(!looks_like_session_id("abcdef01-2345-6789-abcd-ef012345678g"));
+        assert!(!looks_like_session_id("abcdef0123456789abcdef0123456789"));
+        assert!(!looks_like_session_id("ａbcdef01-2345-6789-abcd-ef0123456789"));
+    }
+
+    #[test]
+    fn reserved_words_and_markers_look_like_keys() {
+        for key in ["main", "global", "unknown", "acp:1", "hook:x", "node:1", "a:channel:b"] {
+            assert!(looks_like_session_key(key), "{key}");
+        }
+        for v in ["", "   ", "Main", "work", "discord:dm:1"] {
+            assert!(!looks_like_session_key(v), "{v}");
+        }
+    }
+
+    // ---- group keys, kinds -----------------------------------------------------------------
+
+    #[test]
+    fn group_key_parses_bare_and_canonical_forms() {
+        let want = GroupKey { channel: "discord".into(), kind: GroupKind::Group, id: "dev".into() };
+        assert_eq!(parse_group_key("discord:group:dev"), Some(want.clone()));
+        assert_eq!(parse_group_key("agent:ops:discord:group:dev"), Some(want));
+    }
+
+    #[test]
+    fn group_key_id_keeps_the_rest_including_topics() {
+        let g = parse_group_key("agent:main:telegram:channel:-100123:topic:42").expect("parses");
+        assert_eq!(g.channel, "telegram");
+        assert_eq!(g.kind, GroupKind::Channel);
+        assert_eq!(g.id, "-100123:topic:42");
+    }
+
+    #[test]
+    fn non_group_keys_do_not_parse_as_groups() {
+        assert_eq!(parse_group_key("discord:group"), None);
+        assert_eq!(parse_group_key("discord:dm:1"), None);
+        assert_eq!(parse_group_key("agent:main:main"), None);
+        assert_eq!(parse_group_key("discord:GROUP:1"), None);
+    }
+
+    #[test]
+    fn session_kind_parses_trimmed_case_insensitive_names() {
+        assert_eq!(SessionKind::parse(" CRON "), Some(SessionKind::Cron));
+        for kind in SessionKind::ALL {
+            assert_eq!(SessionKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(SessionKind::parse("bogus"), None);
+    }
+
+    #[test]
+    fn gateway_kind_follows_classify_session_key() {
+        assert_eq!(gateway_kind("global", None), GatewayKind::Global);
+        assert_eq!(gateway_kind("unknown", Some("group")), GatewayKind::Unknown);
+        assert_eq!(gateway_kind("agent:main:x", Some("channel")), GatewayKind::Group);
+        assert_eq!(gateway_kind("agent:main:discord:group:1", None), GatewayKind::Group);
+        assert_eq!(gateway_kind("agent:main:main", Some("direct")), GatewayKind::Direct);
+        assert_eq!(GatewayKind::Direct.as_str(), "direct");
+    }
+
+    #[test]
+    fn key_kind_recognises_bare_and_canonical_internal_keys() {
+        assert_eq!(key_kind("cron:job-1"), SessionKind::Cron);
+        assert_eq!(key_kind("agent:main:cron:job-1"), SessionKind::Cron);
+        assert_eq!(key_kind("hook:gmail:1"), SessionKind::Hook);
+        assert_eq!(key_kind("agent:ops:hook:1"), SessionKind::Hook);
+        assert_eq!(key_kind("node-abc"), SessionKind::Node);
+        assert_eq!(key_kind("agent:ops:node:1"), SessionKind::Node);
+        assert_eq!(key_kind("agent:ops:discord:group:1"), SessionKind::Group);
+        assert_eq!(key_kind("agent:ops:subagent:1"), SessionKind::Other);
+        assert_eq!(key_kind("agent:ops:main"), SessionKind::Other);
+    }
+
+    // ---- KeyModel: construction, internal/display (K1–K3) ----------------------------------
+
+    #[test]
+    fn key_model_trims_and_lowercases_the_main_key_and_normalizes_the_agent() {
+        let m = KeyModel::new(false, " Work ", "Ops Team");
+        assert_eq!(m.main_key(), "work");
+        assert_eq!(m.default_agent(), "ops-team");
+        assert_eq!(KeyModel::new(false, "  ", "").main_key(), "main");
+    }
+
+    #[test]
+    fn k1_default_config_main_resolves_and_displays_as_main() {
+        let m = default_model();
+        let internal = m.resolve_for("main", "main").expect("valid");
+        assert_eq!(internal, "agent:main:main");
+        assert_eq!(m.display(&internal, "main"), "main");
+        assert_eq!(m.display("main", "main"), "main");
+    }
+
+    #[test]
+    fn k2_main_key_work_maps_main_to_work_and_displays_work_as_main() {
+        let m = KeyModel::new(false, " Work ", "main");
+        assert_eq!(m.main_key(), "work");
+        assert_eq!(m.resolve_for("main", "main").expect("valid"), "agent:main:work");
+        assert_eq!(m.display("work", "main"), "main");
+        assert_eq!(m.display("agent:main:work", "main"), "main");
+    }
+
+    #[test]
+    fn k3_global_scope_maps_main_to_global_and_displays_global_as_main() {
+        let m = global();
+        assert_eq!(m.alias(), "global");
+        assert_eq!(m.resolve_for("main", "research").expect("valid"), "global");
+        assert_eq!(m.display("global", "research"), "main");
+    }
+
+    #[test]
+    fn main_resolves_to_the_requesters_own_main_session() {
+        let m = ops_work();
+        assert_eq!(m.resolve_for("main", "research").expect("valid"), "agent:research:work");
+        assert_eq!(m.resolve_for(" work ", "Research").expect("valid"), "agent:research:work");
+        assert_eq!(m.resolve_for("cron:x", "research").expect("valid"), "agent:ops:cron:x");
+    }
+
+    #[test]
+    fn another_agents_main_session_keeps_its_canonical_key_on_display() {
+        let m = default_model();
+        assert_eq!(m.display("agent:other:main", "main"), "agent:other:main");
+        assert_eq!(m.display("agent:main:main", "other"), "agent:main:main");
+        assert_eq!(m.display("agent:main:discord:group:1", "main"), "agent:main:discord:group:1");
+    }
+
+    // ---- canonical (K11–K13) ---------------------------------------------------------------
+
+    #[test]
+    fn k11_aliases_of_ops_with_main_key_work_canonicalize() {
+        let m = ops_work();
+        assert_eq!(m.canonical("main").expect("valid"), "agent:ops:work");
+        assert_eq!(m.canonical("work").expect("valid"), "agent:ops:work");
+        assert_eq!(m.canonical("agent:ops:main").expect("valid"), "agent:ops:work");
+        assert_eq!(m.canonical("agent:alpha:main").expect("valid"), "agent:alpha:work");
+    }
+
+    #[test]
+    fn k11_with_main_key_main_bare_group_keys_go_to_the_default_agent() {
+        let m = KeyModel::new(false, "main", "ops");
+        assert_eq!(m.canonical("discord:group:123").expect("valid"), "agent:ops:discord:group:123");
+        assert_eq!(m.canonical("agent:alpha:main").expect("valid"), "agent:alpha:main");
+    }
+
+    #[test]
+    fn k12_global_scope_main_is_global_and_belongs_to_the_default_agent() {
+        let m = global();
+        let key = m.canonical("main").expect("valid");
+        assert_eq!(key, "global");
+        assert_eq!(m.agent_id_of(&key), "ops");
+        assert_eq!(m.canonical("agent:alpha:main").expect("valid"), "global");
+    }
+
+    #[test]
+    fn k13_store_keys_list_the_canonical_key_then_the_raw_one() {
+        let m = KeyModel::new(false, "main", "ops");
+        assert_eq!(m.store_keys(" main ").expect("valid"), vec!["agent:ops:main", "main"]);
+        assert_eq!(m.store_keys("agent:ops:x").expect("valid"), vec!["agent:ops:x"]);
+    }
+
+    #[test]
+    fn global_and_unknown_stay_as_they_are() {
+        let m = ops_work();
+        assert_eq!(m.canonical("global").expect("valid"), "global");
+        assert_eq!(m.canonical("unknown").expect("valid"), "unknown");
+    }
+
+    #[test]
+    fn bare_keys_keep_their_case() {
+        let m = ops_work();
+        assert_eq!(m.canonical("WhatsApp:Group:ABC").expect("valid"), "agent:ops:WhatsApp:Group:ABC");
+        assert_eq!(m.canonical("AGENT:main:x").expect("valid"), "agent:ops:AGENT:main:x");
+    }
+
+    #[test]
+    fn agent_keys_get_their_id_normalized_and_empty_segments_dropped() {
+        let m = ops_work();
+        assert_eq!(m.canonical("agent:Research::discord::group:1").expect("valid"), "agent:research:discord:group:1");
+        assert_eq!(m.canonical("agent:My Bot:main").expect("valid"), "agent:my-bot:work");
+    }
+
+    #[test]
+    fn canonical_is_idempotent() {
+        let m = ops_work();
+        for raw in ["main", "work", "x", "agent:A:b", "cron:1", "global", "subagent:z", "日本語"] {
+            let once = m.canonical(raw).expect("valid");
+            assert_eq!(m.canonical(&once).expect("valid"), once, "{raw}");
+        }
+    }
+
+    #[test]
+    fn canonical_keeps_odd_unicode_intact() {
+        let m = default_model();
+        let raw = "discord:group:\u{200B}zero\u{202E}rtl👨‍👩‍👧";
+        assert_eq!(m.canonical(raw).expect("valid"), format!("agent:main:{raw}"));
+    }
+
+    // ---- check_raw -------------------------------------------------------------------------
+
+    #[test]
+    fn check_raw_returns_the_trimmed_key() {
+        assert_eq!(default_model().check_raw("  agent:main:x \n", "key").expect("valid"), "agent:main:x");
+    }
+
+    #[test]
+    fn empty_or_blank_keys_are_required_errors() {
+        for raw in ["", "   ", "\n\t", "\u{FEFF}"] {
+            let (code, msg) = refusal(default_model().check_raw(raw, "sessionKey"));
+            assert_eq!(code, ErrorCode::InvalidRequest);
+            assert_eq!(msg, "sessionKey required");
+        }
+    }
+
+    #[test]
+    fn keys_with_nul_or_control_characters_are_refused() {
+        for raw in ["a\0b", "a\nb", "a\tb", "a\u{7f}b", "a\u{85}b", "a\u{9b}b"] {
+            let (code, msg) = refusal(default_model().check_raw(raw, "key"));
+            assert_eq!(code, ErrorCode::InvalidRequest);
+            assert_eq!(msg, "invalid key: contains a control character", "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn a_key_of_512_bytes_is_accepted_and_513_refused() {
+        let m = default_model();
+        assert!(m.check_raw(&"k".repeat(512), "key").is_ok());
+        let (code, msg) = refusal(m.check_raw(&"k".repeat(513), "key"));
+        assert_eq!(code, ErrorCode::InvalidRequest);
+        assert_eq!(msg, "invalid key: too long (max 512)");
+    }
+
+    #[test]
+    fn key_length_counts_bytes_not_chars() {
+        // 171 × 3 bytes = 513 bytes in 171 chars
+        let (_, msg) = refusal(default_model().check_raw(&"€".repeat(171), "key"));
+        assert_eq!(msg, "invalid key: too long (max 512)");
+        assert!(default_model().check_raw(&"€".repeat(170), "key").is_ok());
+    }
+
+    #[test]
+    fn huge_keys_are_refused_without_trouble() {
+        let huge = "x".repeat(10_000_000);
+        let (_, msg) = refusal(default_model().canonical(&huge));
+        assert_eq!(msg, "invalid key: too long (max 512)");
+    }
+
+    #[test]
+    fn canonical_refuses_bad_keys_with_what_key() {
+        let m = default_model();
+        assert_eq!(refusal(m.canonical("  ")).1, "key required");
+        assert_eq!(refusal(m.canonical("a\0")).1, "invalid key: contains a control character");
+        assert_eq!(refusal(m.resolve_for("", "main")).1, "key required");
+        assert_eq!(refusal(m.store_keys("\0")).1, "invalid key: contains a control character");
+    }
+
+    #[test]
+    fn a_bare_key_that_would_grow_past_the_limit_is_refused() {
+        let m = default_model();
+        let raw = "x".repeat(510);
+        assert!(m.check_raw(&raw, "key").is_ok());
+        assert_eq!(refusal(m.canonical(&raw)).1, "invalid key: too long (max 512)");
+    }
+
+    // ---- agent_id_of (K6 as amended) -------------------------------------------------------
+
+    #[test]
+    fn k6_bare_keys_and_global_belong_to_the_default_agent() {
+        let m = KeyModel::new(false, "main", "ops");
+        assert_eq!(m.agent_id_of("discord:group:x"), "ops");
+        assert_eq!(m.agent_id_of("global"), "ops");
+        assert_eq!(m.agent_id_of("unknown"), "ops");
+        assert_eq!(m.agent_id_of("AGENT:main:x"), "ops");
+    }
+
+    #[test]
+    fn agent_keys_belong_to_their_normalized_agent() {
+        let m = KeyModel::new(false, "main", "ops");
+        assert_eq!(m.agent_id_of("agent:Research:main"), "research");
+        assert_eq!(default_model().agent_id_of("cron:x"), "main");
+    }
+
+    // ---- is_main_session, classify_kind (K9 as amended, L3, L5) ----------------------------
+
+    #[test]
+    fn main_sessions_are_recognised_in_every_form() {
+        let m = ops_work();
+        for key in ["work", "main", "agent:ops:work", "agent:other:work", "agent:other:main"] {
+            assert!(m.is_main_session(key), "{key}");
+        }
+        for key in ["global", "agent:ops:main:thread:1", "agent:ops:x", "cron:main"] {
+            assert!(!m.is_main_session(key), "{key}");
+        }
+        assert!(global().is_main_session("global"));
+    }
+
+    #[test]
+    fn k9_kinds_with_gateway_kind_group_as_amended() {
+        let m = default_model();
+        assert_eq!(m.classify_kind("discord:group:dev", true), SessionKind::Group);
+        assert_eq!(m.classify_kind("cron:job-1", true), SessionKind::Cron);
+        assert_eq!(m.classify_kind("agent:main:cron:job-1", true), SessionKind::Cron);
+        assert_eq!(m.classify_kind("node-abc", true), SessionKind::Node);
+        assert_eq!(m.classify_kind("x", true), SessionKind::Group);
+    }
+
+    #[test]
+    fn k9_without_a_group_hint_plain_keys_are_other() {
+        let m = default_model();
+        assert_eq!(m.classify_kind("x", false), SessionKind::Other);
+        assert_eq!(m.classify_kind("agent:main:subagent:1", false), SessionKind::Other);
+        assert_eq!(m.classify_kind("agent:main:slack:channel:c1", false), SessionKind::Group);
+    }
+
+    #[test]
+    fn l3_canonical_main_sessions_are_kind_main_for_any_agent() {
+        let m = default_model();
+        assert_eq!(m.classify_kind("agent:main:main", false), SessionKind::Main);
+        assert_eq!(m.classify_kind("agent:other:main", false), SessionKind::Main);
+        assert_eq!(m.display("agent:main:main", "main"), "main");
+    }
+
+    #[test]
+    fn l5_global_scope_lists_global_as_main_of_kind_main() {
+        let m = global();
+        assert_eq!(m.classify_kind("global", false), SessionKind::Main);
+        assert_eq!(m.display("global", "main"), "main");
+    }
+
+    // ---- derive_channel (K10 as amended) ---------------------------------------------------
+
+    #[test]
+    fn k10_channel_derivation_order() {
+        let m = default_model();
+        assert_eq!(m.derive_channel("cron:1", SessionKind::Cron, Some("discord"), None), "internal");
+        assert_eq!(m.derive_channel("x", SessionKind::Other, Some(" discord "), Some("wa")), "discord");
+        assert_eq!(m.derive_channel("x", SessionKind::Other, Some("  "), Some("whatsapp")), "whatsapp");
+        assert_eq!(m.derive_channel("slack:channel:c1", SessionKind::Group, None, None), "slack");
+        assert_eq!(m.derive_channel("x", SessionKind::Other, None, None), "unknown");
+    }
+
+    #[test]
+    fn canonical_internal_keys_get_channel_internal_and_canonical_groups_their_channel() {
+        let m = default_model();
+        let kind = m.classify_kind("agent:main:hook:1", false);
+        assert_eq!(m.derive_channel("agent:main:hook:1", kind, None, None), "internal");
+        assert_eq!(m.derive_channel("agent:main:slack:channel:c1", SessionKind::Group, None, None), "slack");
+    }
+
+    // ---- thread_parent ---------------------------------------------------------------------
+
+    #[test]
+    fn thread_parent_is_the_part_before_the_last_marker() {
+        assert_eq!(thread_parent("agent:main:slack:channel:c1:thread:171"), Some("agent:main:slack:channel:c1"));
+        assert_eq!(thread_parent("agent:main:telegram:group:-1:topic:42"), Some("agent:main:telegram:group:-1"));
+        assert_eq!(thread_parent("a:thread:1:topic:2"), Some("a:thread:1"));
+    }
+
+    #[test]
+    fn thread_parent_markers_are_case_insensitive() {
+        assert_eq!(thread_parent("Parent:THREAD:x"), Some("Parent"));
+    }
+
+    #[test]
+    fn no_marker_or_marker_at_the_start_has_no_parent() {
+        assert_eq!(thread_parent("agent:main:main"), None);
+        assert_eq!(thread_parent(":thread:1"), None);
+        assert_eq!(thread_parent("  :topic:1"), None);
+        assert_eq!(thread_parent(""), None);
+    }
+
+    #[test]
+    fn thread_parent_is_safe_with_multibyte_text_before_the_marker() {
+        // `İ` lower-cases to two chars in Unicode; offsets must not shift
+        assert_eq!(thread_parent("İİ:thread:x"), Some("İİ"));
+        assert_eq!(thread_parent("日本:topic:1"), Some("日本"));
+    }
+}

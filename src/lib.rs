@@ -1,0 +1,23 @@
+//! session-tools: the engine behind an AI-agent gateway's session tools.
+//!
+//! Read the modules top to bottom: `keys` (what a session key is), `config` (the typed gateway
+//! config), `policy` (who may reach what), `entry` (the session entry and its write rules),
+//! `store` (SQLite), `engine` (the gateway's session methods), `tools` (what a model calls),
+//! and `napi` (the skin that makes it a Node module).
+
+#![deny(clippy::all)]
+
+#[macro_use]
+extern crate napi_derive;
+
+pub mod config;
+pub mod engine;
+pub mod entry;
+pub mod error;
+pub mod keys;
+pub mod params;
+pub mod policy;
+pub mod store;
+pub mod tools;
+
+mod napi;

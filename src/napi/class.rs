@@ -1,0 +1,484 @@
+//! The `SessionTools` class (API.md): every promise-returning method converts its arguments on
+//! the JS thread, runs the engine on a blocking thread, and settles with the result or a JS
+//! error carrying `code`. None throws synchronously, whatever its arguments.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi::{Env, ValueType};
+use serde_json::Value;
+
+use super::js::{from_json_text, js_error, to_json};
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
+use crate::store::Store;
+use crate::tools::{self, ToolContext};
+
+type Job = Box<dyn FnOnce(&Engine) -> CoreResult<Value> + Send + 'static>;
+
+/// A JS value handed back as is (a promise made inside a plain JS function).
+struct Raw(napi::sys::napi_value);
+
+impl ToNapiValue for Raw {
+    unsafe fn to_napi_value(_env: napi::sys::napi_env, val: Self) -> napi::Result<napi::sys::napi_value> {
+        Ok(val.0)
+    }
+}
+
+/// Runs a job on a blocking thread; the promise settles on the JS thread.
+fn spawn<'env>(
+    env: &'env Env,
+    engine: Option<Arc<Engine>>,
+    job: CoreResult<Job>,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    env.spawn_future_with_callback(
+        async move {
+            let out = tokio::task::spawn_blocking(move || -> CoreResult<String> {
+                let job = job?;
+                let engine = engine.ok_or_else(CoreError::closed)?;
+                if engine.store().is_closed() {
+                    return Err(CoreError::closed());
+                }
+                let v = job(&engine)?;
+                serde_json::to_string(&v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
+            })
+            .await;
+            Ok(out.unwrap_or_else(|_| {
+                Err(CoreError::new(
+                    ErrorCode::StoreError,
+                    "internal error: the operation failed unexpectedly (a bug; please report it)",
+                ))
+            }))
+        },
+        |env, r: CoreResult<String>| match r {
+            Ok(text) => from_json_text(env, &text),
+            Err(e) => Err(js_error(env, &e)),
+        },
+    )
+}
+
+fn rejected<'env>(env: &'env Env, e: CoreError) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    spawn(env, None, Err(e))
+}
+
+/// Options of `SessionTools.open`.
+struct OpenOptions {
+    path: String,
+    config: Config,
+    mirror_dir: Option<PathBuf>,
+}
+
+fn read_open_options(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<OpenOptions> {
+    let bad = |m: String| CoreError::invalid_request(m);
+    let Some(options) = options else { return Err(bad("open options required: { path, config? }".into())) };
+    if options.get_type().map_err(|e| bad(e.reason.clone()))? != ValueType::Object {
+        return Err(bad("open options must be an object: { path, config? }".into()));
+    }
+    let obj: Object =
+        unsafe { Object::from_napi_value(env.raw(), options.raw()) }.map_err(|e| bad(e.reason.clone()))?;
+    let get = |name: &str| -> CoreResult<Option<Unknown<'_>>> {
+        let v: Unknown =
+            obj.get_named_property(name).map_err(|e| bad(format!("cannot read options.{name}: {}", e.reason)))?;
+        Ok(match v.get_type().map_err(|e| bad(e.reason.clone()))? {
+            ValueType::Undefined => None,
+            _ => Some(v),
+        })
+    };
+    let path = match to_json(env, get("path")?, "options.path")? {
+        Value::String(s) if !s.trim().is_empty() => s,
+        Value::Null => return Err(bad("options.path required".into())),
+        _ => return Err(bad("invalid options.path: must be a non-empty string".into())),
+    };
+    let config = Config::from_json(&to_json(env, get("config")?, "config")?)?;
+    for name in ["runAgent", "deliver", "onEvent", "steer"] {
+        if let Some(v) = get(name)? {
+            let t = v.get_type().map_err(|e| bad(e.reason.clone()))?;
+            if t != ValueType::Function && t != ValueType::Null {
+                return Err(bad(format!("invalid options.{name}: must be a function")));
+            }
+        }
+    }
+    let mirror_dir = match get("mirrorDir")? {
+        None => (path != ":memory:").then(|| {
+            let p = PathBuf::from(&path);
+            p.parent().map(|d| d.join("transcripts")).unwrap_or_else(|| PathBuf::from("transcripts"))
+        }),
+        Some(v) => match to_json(env, Some(v), "options.mirrorDir")? {
+            Value::Null => None,
+            Value::String(s) if !s.trim().is_empty() && !s.contains('\0') => Some(PathBuf::from(s)),
+            _ => return Err(bad("invalid options.mirrorDir: must be a non-empty string or null".into())),
+        },
+    };
+    Ok(OpenOptions { path, config, mirror_dir })
+}
+
+/// The session store, the send-policy engine and the session tools, opened on one SQLite file.
+#[napi]
+pub struct SessionTools {
+    engine: Arc<Engine>,
+}
+
+#[napi]
+impl SessionTools {
+    /// Opens (creating when missing) the store at `options.path` (`':memory:'` for a throwaway
+    /// store) with the gateway's `options.config`.
+    #[napi(ts_args_type = "options: OpenOptions", ts_return_type = "Promise<SessionTools>")]
+    pub fn open<'env>(env: &'env Env, options: Option<Unknown<'env>>) -> napi::Result<PromiseRaw<'env, SessionTools>> {
+        let opts = read_open_options(env, options);
+        env.spawn_future_with_callback(
+            async move {
+                let out = tokio::task::spawn_blocking(move || -> CoreResult<Engine> {
+                    let o = opts?;
+                    let store = Store::open(&o.path)?;
+                    Ok(Engine::new(store, o.config, o.mirror_dir))
+                })
+                .await;
+                Ok(out
+                    .unwrap_or_else(|_| Err(CoreError::store("internal error: opening the store failed unexpectedly"))))
+            },
+            |env, r: CoreResult<Engine>| match r {
+                Ok(engine) => Ok(SessionTools { engine: Arc::new(engine) }),
+                Err(e) => Err(js_error(env, &e)),
+            },
+        )
+    }
+
+    /// Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
+    /// config on error.
+    #[napi(ts_args_type = "config: GatewayConfig | null | undefined")]
+    pub fn set_config(&self, env: &Env, config: Option<Unknown<'_>>) -> napi::Result<()> {
+        let cfg = to_json(env, config, "config")
+            .map_err(|e| CoreError::invalid_config(e.message().to_owned()))
+            .and_then(|v| Config::from_json(&v));
+        match cfg {
+            Ok(c) => {
+                self.engine.set_config(c);
+                Ok(())
+            }
+            Err(e) => Err(js_error(env, &e)),
+        }
+    }
+
+    /// Closes the store; afterwards every method rejects with `CLOSED`. Idempotent.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let engine = self.engine.clone();
+        env.spawn_future_with_callback(
+            async move {
+                let _ = tokio::task::spawn_blocking(move || engine.store().close()).await;
+                Ok(())
+            },
+            |_env, ()| Ok(()),
+        )
+    }
+
+    /// The path the store was opened with.
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.engine.store().path().to_owned()
+    }
+
+    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<SessionEntry | null>")]
+    pub fn get_session<'env>(
+        &self,
+        env: &'env Env,
+        key: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let key = to_json(env, key, "key");
+        self.run(
+            env,
+            key.map(|k| -> Job {
+                Box::new(move |e: &Engine| Ok(e.get_session(&k)?.map(Value::Object).unwrap_or(Value::Null)))
+            }),
+        )
+    }
+
+    #[napi(ts_args_type = "key: string, patch: Partial<SessionEntry>", ts_return_type = "Promise<SessionEntry>")]
+    pub fn upsert_session<'env>(
+        &self,
+        env: &'env Env,
+        key: Option<Unknown<'env>>,
+        patch: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, patch, "patch")?)));
+        self.run(
+            env,
+            args.map(|(k, p)| -> Job { Box::new(move |e: &Engine| Ok(Value::Object(e.upsert_session(&k, &p)?))) }),
+        )
+    }
+
+    #[napi(
+        ts_args_type = "params: SessionsPatchParams",
+        ts_return_type = "Promise<{ ok: true; key: string; entry: SessionEntry }>"
+    )]
+    pub fn patch_session<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let p = to_json(env, params, "params");
+        self.run(env, p.map(|p| -> Job { Box::new(move |e: &Engine| e.patch_session(&p)) }))
+    }
+
+    #[napi(ts_args_type = "params: SessionsResolveParams", ts_return_type = "Promise<{ ok: true; key: string }>")]
+    pub fn resolve_session<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let p = to_json(env, params, "params");
+        self.run(env, p.map(|p| -> Job { Box::new(move |e: &Engine| e.resolve_session(&p)) }))
+    }
+
+    #[napi(ts_args_type = "params?: SessionsListParams", ts_return_type = "Promise<SessionsListResult>")]
+    pub fn list_sessions<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let p = to_json(env, params, "params");
+        self.run(env, p.map(|p| -> Job { Box::new(move |e: &Engine| e.list_sessions(&p)) }))
+    }
+
+    #[napi(
+        ts_args_type = "key: string, options?: { deleteTranscript?: boolean }",
+        ts_return_type = "Promise<{ ok: true; key: string; deleted: boolean }>"
+    )]
+    pub fn delete_session<'env>(
+        &self,
+        env: &'env Env,
+        key: Option<Unknown<'env>>,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, options, "options")?)));
+        self.run(env, args.map(|(k, o)| -> Job { Box::new(move |e: &Engine| e.delete_session(&k, &o)) }))
+    }
+
+    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<{ ok: true; key: string; entry: SessionEntry }>")]
+    pub fn reset_session<'env>(
+        &self,
+        env: &'env Env,
+        key: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let key = to_json(env, key, "key");
+        self.run(env, key.map(|k| -> Job { Box::new(move |e: &Engine| e.reset_session(&k)) }))
+    }
+
+    #[napi(
+        ts_args_type = "key: string, messages: TranscriptMessage[]",
+        ts_return_type = "Promise<{ sessionKey: string; sessionId: string; appended: number }>"
+    )]
+    pub fn append_messages<'env>(
+        &self,
+        env: &'env Env,
+        key: Option<Unknown<'env>>,
+        messages: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, messages, "messages")?)));
+        self.run(env, args.map(|(k, m)| -> Job { Box::new(move |e: &Engine| e.append_messages(&k, &m)) }))
+    }
+
+    #[napi(
+        ts_args_type = "key: string, options?: { limit?: number; before?: number }",
+        ts_return_type = "Promise<ChatHistoryResult>"
+    )]
+    pub fn chat_history<'env>(
+        &self,
+        env: &'env Env,
+        key: Option<Unknown<'env>>,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, options, "options")?)));
+        self.run(
+            env,
+            args.map(|(k, o)| -> Job {
+                Box::new(move |e: &Engine| {
+                    let (key, sid, page) = e.chat_history(&k, &o)?;
+                    let mut out = serde_json::Map::new();
+                    out.insert("sessionKey".into(), Value::from(key));
+                    if let Some(sid) = sid {
+                        out.insert("sessionId".into(), Value::from(sid));
+                    }
+                    let mut msgs = Vec::with_capacity(page.messages.len());
+                    for m in page.messages {
+                        msgs.push(
+                            serde_json::from_str::<Value>(&m.json)
+                                .map_err(|e| CoreError::store(format!("a stored message is not valid JSON: {e}")))?,
+                        );
+                    }
+                    out.insert("messages".into(), Value::Array(msgs));
+                    if let Some(b) = page.next_before {
+                        out.insert("nextBefore".into(), Value::from(b));
+                    }
+                    Ok(Value::Object(out))
+                })
+            }),
+        )
+    }
+
+    #[napi(
+        ts_args_type = "params: { sessionKey: string; channel?: string; chatType?: string }",
+        ts_return_type = "Promise<'allow' | 'deny'>"
+    )]
+    pub fn resolve_send_policy<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let p = to_json(env, params, "params");
+        self.run(
+            env,
+            p.map(|p| -> Job { Box::new(move |e: &Engine| Ok(Value::from(e.resolve_send_policy(&p)?.as_str()))) }),
+        )
+    }
+
+    #[napi(
+        ts_args_type = "params: { sessionKey: string; text: string; isOwner: boolean }",
+        ts_return_type = "Promise<{ handled: boolean; reply?: string }>"
+    )]
+    pub fn handle_send_command<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let p = to_json(env, params, "params");
+        self.run(env, p.map(|p| -> Job { Box::new(move |e: &Engine| e.handle_send_command(&p)) }))
+    }
+
+    /// `sessions_list`
+    #[napi(
+        ts_args_type = "params?: SessionsListToolParams, ctx?: ToolContext",
+        ts_return_type = "Promise<SessionsListToolResult>"
+    )]
+    pub fn sessions_list<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+        ctx: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let job = tool_job(env, "sessions_list", params, ctx, false);
+        self.run(env, job)
+    }
+
+    /// `sessions_history`
+    #[napi(
+        ts_args_type = "params: SessionsHistoryToolParams, ctx?: ToolContext",
+        ts_return_type = "Promise<SessionsHistoryToolResult>"
+    )]
+    pub fn sessions_history<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+        ctx: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let job = tool_job(env, "sessions_history", params, ctx, false);
+        self.run(env, job)
+    }
+
+    /// `agents_list`
+    #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "Promise<AgentsListResult>")]
+    pub fn agents_list<'env>(
+        &self,
+        env: &'env Env,
+        ctx: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let job = tool_job(env, "agents_list", None, ctx, false);
+        self.run(env, job)
+    }
+
+    /// The tool definitions for a caller (sub-agents get none of the session tools).
+    #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "ToolDefinition[]")]
+    pub fn tool_definitions<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
+        let ctx = to_json(env, ctx, "ctx").and_then(|c| ToolContext::from_json(&c)).map_err(|e| js_error(env, &e))?;
+        let defs = Value::Array(tools::definitions(&ctx));
+        from_json_text(env, &defs.to_string())
+    }
+
+    /// Runs a tool by name: `{ content: [{ type: 'text', text }], details }`.
+    #[napi(ts_args_type = "name: string, args: unknown, ctx?: ToolContext", ts_return_type = "Promise<ToolResult>")]
+    pub fn execute_tool<'env>(
+        &self,
+        env: &'env Env,
+        name: Option<Unknown<'env>>,
+        args: Option<Unknown<'env>>,
+        ctx: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let name = match to_json(env, name, "name") {
+            Ok(Value::String(s)) if tools::TOOL_NAMES.contains(&s.as_str()) => s,
+            Ok(Value::String(s)) => return rejected(env, CoreError::invalid_request(format!("unknown tool: {s}"))),
+            Ok(_) => return rejected(env, CoreError::invalid_request("invalid name: must be a tool name string")),
+            Err(e) => return rejected(env, e),
+        };
+        let job = tool_job(env, &name, args, ctx, true);
+        self.run(env, job)
+    }
+
+    /// The gateway's tool objects: `{ name, label, description, parameters, execute }`.
+    #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "SessionTool[]")]
+    pub fn create_tools<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
+        let ctx_json = to_json(env, ctx, "ctx").map_err(|e| js_error(env, &e))?;
+        let parsed = ToolContext::from_json(&ctx_json).map_err(|e| js_error(env, &e))?;
+        let defs = tools::definitions(&parsed);
+        let mut arr = env.create_array(defs.len() as u32)?;
+        for (i, def) in defs.into_iter().enumerate() {
+            let name = def.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let obj_val = from_json_text(env, &def.to_string())?;
+            let mut obj: Object = unsafe { Object::from_napi_value(env.raw(), obj_val.raw()) }?;
+            let engine = self.engine.clone();
+            let ctx_json = ctx_json.clone();
+            let execute = env.create_function_from_closure::<Unknown, Raw, _>("execute", move |call| {
+                let args: Option<Unknown> = call.get::<Unknown>(1).ok();
+                let env = &*call.env;
+                let job = to_json(env, args, "args").map(|a| -> Job {
+                    let name = name.clone();
+                    let ctx_json = ctx_json.clone();
+                    Box::new(move |e: &Engine| run_tool(e, &name, &a, &ctx_json, true))
+                });
+                let promise = spawn(env, Some(engine.clone()), job)?;
+                Ok(Raw(promise.raw()))
+            })?;
+            obj.set_named_property("execute", execute)?;
+            arr.set(i as u32, obj)?;
+        }
+        Ok(arr.to_unknown())
+    }
+}
+
+impl SessionTools {
+    fn run<'env>(&self, env: &'env Env, job: CoreResult<Job>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        spawn(env, Some(self.engine.clone()), job)
+    }
+}
+
+fn tool_job(
+    env: &Env,
+    name: &str,
+    params: Option<Unknown<'_>>,
+    ctx: Option<Unknown<'_>>,
+    wrap: bool,
+) -> CoreResult<Job> {
+    // What the model sent is never a reason to reject: unconvertible params read as `{}`.
+    let params = to_json(env, params, "params").unwrap_or(Value::Null);
+    let ctx = to_json(env, ctx, "ctx")?;
+    let name = name.to_owned();
+    Ok(Box::new(move |e: &Engine| run_tool(e, &name, &params, &ctx, wrap)))
+}
+
+fn run_tool(engine: &Engine, name: &str, params: &Value, ctx: &Value, wrap: bool) -> CoreResult<Value> {
+    let ctx = ToolContext::from_json(ctx)?;
+    let details = match name {
+        "sessions_list" => tools::list::run(engine, params, &ctx),
+        "sessions_history" => tools::history::run(engine, params, &ctx),
+        "agents_list" => tools::agents::run(&engine.config(), &ctx),
+        other => return Err(CoreError::invalid_request(format!("unknown tool: {other}"))),
+    };
+    let details = match details {
+        Ok(d) => d,
+        // The store's own failures reject; anything else a tool throws is a payload.
+        Err(e) if matches!(e.code(), ErrorCode::Closed | ErrorCode::StoreError) => return Err(e),
+        Err(e) => tools::thrown(name, e.message()),
+    };
+    Ok(if wrap { tools::envelope(details) } else { details })
+}

@@ -1,0 +1,400 @@
+//! The SQLite store: one file holds every session entry, every transcript message, the run
+//! registry and the outbox.
+//!
+//! This module owns the connections, the schema and its numbered migrations, and the
+//! transaction discipline: every write is one `BEGIN IMMEDIATE` transaction, so several
+//! [`Store`]s on one file, in one process or several, never lose an update and never see a
+//! half-written entry. All SQL of the engine lives below this module, as `prepare_cached`
+//! statements with bound parameters only. It never decides policy: callers hand it canonical
+//! keys and finished entries.
+
+mod schema;
+pub mod sessions;
+pub mod transcripts;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::{Error, ErrorCode, Result};
+
+pub use sessions::{ListFilter, ListedRow};
+pub use transcripts::HistoryPage;
+
+/// How long a writer waits for another writer's lock before SQLite gives up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a write that still found the database busy is tried again, in all.
+const BUSY_RETRIES: u32 = 6;
+
+/// A handle on the open database, for the statements of one read or one transaction.
+pub struct Db<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> Db<'c> {
+    fn new(conn: &'c Connection) -> Self {
+        Db { conn }
+    }
+}
+
+/// The store. Cheap to share behind an `Arc`; every method blocks, so async callers run them
+/// on a blocking thread.
+pub struct Store {
+    path: String,
+    file: Option<PathBuf>,
+    writer: Mutex<Option<Connection>>,
+    /// A second connection for reads (WAL lets it read while the writer writes); `None` for
+    /// `:memory:`, whose reads go through the writer.
+    reader: Option<Mutex<Option<Connection>>>,
+}
+
+impl Store {
+    /// Opens (creating when missing, with its folder) the database at `path`, or a throwaway
+    /// in-memory one for `:memory:`. A file that is not a SQLite database, or a SQLite database
+    /// holding tables that are not ours, is refused with `STORE_ERROR` naming the path, and
+    /// nothing is written to it.
+    pub fn open(path: &str) -> Result<Store> {
+        if path.contains('\0') {
+            return Err(Error::store("cannot open the store: the path contains a NUL character"));
+        }
+        if path == ":memory:" {
+            let conn = Connection::open_in_memory().map_err(|e| open_error(path, e))?;
+            schema::prepare(&conn, path)?;
+            return Ok(Store { path: path.to_owned(), file: None, writer: Mutex::new(Some(conn)), reader: None });
+        }
+        if path.trim().is_empty() {
+            return Err(Error::store("cannot open the store: the path is empty"));
+        }
+        let file = PathBuf::from(path);
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::store(format!("cannot open the store at {path}: cannot create its folder: {e}")))?;
+        }
+        if file.is_dir() {
+            return Err(Error::store(format!("cannot open the store at {path}: it is a folder")));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let writer = Connection::open_with_flags(&file, flags).map_err(|e| open_error(path, e))?;
+        writer.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
+        schema::prepare(&writer, path)?;
+        let reader = Connection::open_with_flags(
+            &file,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .map_err(|e| open_error(path, e))?;
+        reader.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
+        Ok(Store {
+            path: path.to_owned(),
+            file: Some(file),
+            writer: Mutex::new(Some(writer)),
+            reader: Some(Mutex::new(Some(reader))),
+        })
+    }
+
+    /// The path the store was opened with.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The database file, `None` for `:memory:`.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Closes the connections (after any statement in progress). Idempotent; afterwards every
+    /// call fails with `CLOSED`.
+    pub fn close(&self) {
+        if let Some(r) = &self.reader {
+            let conn = r.lock().unwrap_or_else(|p| p.into_inner()).take();
+            drop(conn);
+        }
+        let conn = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(c) = conn {
+            // A clean close folds the WAL back into the main file; failure here loses nothing.
+            let _ = c.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+    }
+
+    /// Runs `f` inside one `BEGIN IMMEDIATE` transaction, committed when `f` returns `Ok`,
+    /// rolled back otherwise. A database still busy after the busy timeout is tried again a few
+    /// times before `STORE_ERROR` is returned.
+    pub fn write<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>) -> Result<T> {
+        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = guard.as_mut().ok_or_else(Error::closed)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match run_tx(conn, &mut f) {
+                Err(TxError::Busy(e)) if attempt < BUSY_RETRIES => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(5 * u64::from(attempt)));
+                }
+                Err(TxError::Busy(e)) => return Err(e),
+                Err(TxError::Other(e)) => return Err(e),
+                Ok(v) => return Ok(v),
+            }
+        }
+    }
+
+    /// Runs `f` with a read connection (a consistent snapshot for the duration of `f`).
+    pub fn read<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        let lock = match &self.reader {
+            Some(r) => r,
+            None => &self.writer,
+        };
+        let mut guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = guard.as_mut().ok_or_else(Error::closed)?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        let out = f(&Db::new(&tx));
+        // A read transaction has nothing to commit; ending it releases the snapshot.
+        let _ = tx.rollback();
+        out
+    }
+}
+
+enum TxError {
+    Busy(Error),
+    Other(Error),
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked))
+}
+
+fn run_tx<T>(conn: &mut Connection, f: &mut impl FnMut(&Db<'_>) -> Result<T>) -> Result<T, TxError> {
+    let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) if is_busy(&e) => return Err(TxError::Busy(busy_error(e))),
+        Err(e) => return Err(TxError::Other(e.into())),
+    };
+    let out = f(&Db::new(&tx)).map_err(TxError::Other)?;
+    match tx.commit() {
+        Ok(()) => Ok(out),
+        Err(e) if is_busy(&e) => Err(TxError::Busy(busy_error(e))),
+        Err(e) => Err(TxError::Other(e.into())),
+    }
+}
+
+fn busy_error(e: rusqlite::Error) -> Error {
+    Error::store(format!("the store stayed busy (another writer held it): {e}"))
+}
+
+fn open_error(path: &str, e: rusqlite::Error) -> Error {
+    Error::new(ErrorCode::StoreError, format!("cannot open the store at {path}: {e}"))
+}
+
+/// Turns a row-level SQLite failure into our error (used with `?` below this module).
+pub(crate) fn sql(e: rusqlite::Error) -> Error {
+    Error::store(format!("sqlite: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry;
+    use crate::store::sessions::ListFilter;
+    use serde_json::{json, Map, Value};
+
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("st-store-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    fn put(store: &Store, key: &str, patch: Value) {
+        let patch: Map<String, Value> = patch.as_object().cloned().unwrap();
+        store
+            .write(|db| {
+                let e = entry::merge(db.session(key)?.as_ref(), &patch, entry::now_ms());
+                db.put_session(key, &e)
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_refused_and_left_unchanged() {
+        let p = tmp("notes.txt");
+        let text = "not a database, just some text that is long enough to look like a header........".repeat(20);
+        std::fs::write(&p, &text).unwrap();
+        let err = Store::open(p.to_str().unwrap()).err().unwrap();
+        assert_eq!(err.code(), ErrorCode::StoreError);
+        assert!(err.message().contains(p.to_str().unwrap()));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+    }
+
+    #[test]
+    fn a_sqlite_database_with_foreign_tables_is_refused() {
+        let p = tmp("foreign.db");
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch("CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ann');").unwrap();
+        }
+        let before = std::fs::read(&p).unwrap();
+        let err = Store::open(p.to_str().unwrap()).err().unwrap();
+        assert_eq!(err.code(), ErrorCode::StoreError);
+        assert!(err.message().contains("not a session-tools store"), "{}", err.message());
+        assert_eq!(std::fs::read(&p).unwrap(), before);
+    }
+
+    #[test]
+    fn an_empty_file_opens_as_a_new_store_and_reopens_with_its_data() {
+        let p = tmp("empty.db");
+        std::fs::write(&p, b"").unwrap();
+        let s = Store::open(p.to_str().unwrap()).unwrap();
+        put(&s, "agent:main:main", json!({"label": "x"}));
+        s.close();
+        assert!(s.is_closed());
+        assert_eq!(s.read(|db| db.session_count()).unwrap_err().code(), ErrorCode::Closed);
+        let s2 = Store::open(p.to_str().unwrap()).unwrap();
+        let e = s2.read(|db| db.session("agent:main:main")).unwrap().unwrap();
+        assert_eq!(e["label"], "x");
+    }
+
+    #[test]
+    fn a_store_from_a_newer_schema_is_refused() {
+        let p = tmp("newer.db");
+        drop(Store::open(p.to_str().unwrap()).unwrap());
+        Connection::open(&p).unwrap().pragma_update(None, "user_version", 99).unwrap();
+        let err = Store::open(p.to_str().unwrap()).err().unwrap();
+        assert!(err.message().contains("newer"), "{}", err.message());
+    }
+
+    #[test]
+    fn two_stores_on_one_file_lose_no_read_modify_write_update() {
+        let p = tmp("shared.db");
+        let path = p.to_str().unwrap().to_owned();
+        let a = std::sync::Arc::new(Store::open(&path).unwrap());
+        let b = std::sync::Arc::new(Store::open(&path).unwrap());
+        let mut handles = Vec::new();
+        for store in [a.clone(), b.clone(), a.clone(), b.clone()] {
+            handles.push(std::thread::spawn(move || {
+                for _ in 0..100 {
+                    store
+                        .write(|db| {
+                            let existing = db.session("agent:main:counter")?;
+                            let n = existing.as_ref().and_then(|e| e.get("n")).and_then(Value::as_i64).unwrap_or(0);
+                            let mut patch = Map::new();
+                            patch.insert("n".into(), json!(n + 1));
+                            let e = entry::merge(existing.as_ref(), &patch, entry::now_ms());
+                            db.put_session("agent:main:counter", &e)
+                        })
+                        .unwrap();
+                }
+            }));
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        let e = a.read(|db| db.session("agent:main:counter")).unwrap().unwrap();
+        assert_eq!(e["n"], 400);
+    }
+
+    #[test]
+    fn history_pages_back_with_a_cursor() {
+        let s = Store::open(":memory:").unwrap();
+        let msgs: Vec<(Option<String>, String)> =
+            (1..=250).map(|i| (Some("user".to_owned()), format!(r#"{{"role":"user","content":"m{i}"}}"#))).collect();
+        s.write(|db| db.append_messages("sid", &msgs)).unwrap();
+        let p1 = s.read(|db| db.history_page("sid", 100, None)).unwrap();
+        assert_eq!(p1.messages.len(), 100);
+        assert!(p1.messages[0].json.contains("m151") && p1.messages[99].json.contains("m250"));
+        let p2 = s.read(|db| db.history_page("sid", 100, p1.next_before)).unwrap();
+        assert!(p2.messages[0].json.contains("m51"));
+        let p3 = s.read(|db| db.history_page("sid", 100, p2.next_before)).unwrap();
+        assert_eq!(p3.messages.len(), 50);
+        assert_eq!(p3.next_before, None);
+    }
+
+    fn plan(s: &Store, sql: &str) -> String {
+        s.read(|db| {
+            let mut st = db.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).map_err(super::sql)?;
+            let rows = st
+                .query_map([], |r| r.get::<_, String>(3))
+                .map_err(super::sql)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(super::sql)?;
+            Ok(rows.join("\n"))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn reading_the_last_messages_searches_the_primary_key_without_sorting() {
+        let s = Store::open(":memory:").unwrap();
+        let p = plan(
+            &s,
+            "SELECT seq, role, message FROM messages WHERE session_id = 'x' AND seq < 9 ORDER BY seq DESC LIMIT 21",
+        );
+        assert!(p.contains("SEARCH messages USING PRIMARY KEY"), "{p}");
+        assert!(!p.contains("TEMP B-TREE"), "{p}");
+    }
+
+    #[test]
+    fn every_list_variant_walks_an_index_in_order_without_sorting() {
+        let s = Store::open(":memory:").unwrap();
+        for (name, q) in [
+            ("updated", sessions::LIST_BY_UPDATED),
+            ("spawned", sessions::LIST_BY_SPAWNED_BY),
+            ("label", sessions::LIST_BY_LABEL),
+            ("agent", sessions::LIST_BY_AGENT),
+        ] {
+            let q = q
+                .replace(":include_global", "0")
+                .replace(":include_unknown", "0")
+                .replace(":agent_id", "'main'")
+                .replace(":spawned_by", "'agent:main:main'")
+                .replace(":label", "'l'")
+                .replace(":search", "NULL")
+                .replace(":active_since", "NULL")
+                .replace(":kinds", "NULL")
+                .replace(":main_key", "'main'")
+                .replace(":global_scope", "0")
+                .replace(":agents", "NULL")
+                .replace(":default_agent", "'main'")
+                .replace(":limit", "50");
+            let p = plan(&s, &q);
+            assert!(!p.contains("TEMP B-TREE"), "{name}: {p}");
+            assert!(p.contains("USING INDEX") || p.contains("USING COVERING INDEX"), "{name}: {p}");
+        }
+    }
+
+    /// Stores an entry as given (no merge rule, so `updatedAt` may lie in the past).
+    fn put_raw(store: &Store, key: &str, e: Value) {
+        let mut e: Map<String, Value> = e.as_object().cloned().unwrap();
+        e.insert("sessionId".into(), json!(uuid::Uuid::new_v4().to_string()));
+        store.write(|db| db.put_session(key, &e)).unwrap();
+    }
+
+    #[test]
+    fn list_filters_sort_newest_first_and_limit() {
+        let s = Store::open(":memory:").unwrap();
+        put_raw(&s, "agent:main:a", json!({"updatedAt": 100, "label": "A"}));
+        put_raw(&s, "agent:main:b", json!({"updatedAt": 300}));
+        put_raw(&s, "agent:main:subagent:c", json!({"updatedAt": 200, "spawnedBy": "agent:main:main"}));
+        put_raw(&s, "global", json!({"updatedAt": 400}));
+        let base = ListFilter { main_key: "main".into(), default_agent: "main".into(), ..ListFilter::default() };
+        let keys = |f: &ListFilter| s.read(|db| db.list(f)).unwrap().into_iter().map(|r| r.key).collect::<Vec<_>>();
+        // global is dropped unless asked for; newest first
+        assert_eq!(keys(&base), ["agent:main:b", "agent:main:subagent:c", "agent:main:a"]);
+        assert_eq!(keys(&ListFilter { include_global: true, limit: Some(1), ..base.clone() }), ["global"]);
+        assert_eq!(
+            keys(&ListFilter { spawned_by: Some("agent:main:main".into()), ..base.clone() }),
+            ["agent:main:subagent:c"]
+        );
+        assert_eq!(keys(&ListFilter { label: Some("A".into()), ..base.clone() }), ["agent:main:a"]);
+        assert_eq!(keys(&ListFilter { search: Some("subagent".into()), ..base.clone() }), ["agent:main:subagent:c"]);
+        assert_eq!(
+            keys(&ListFilter { active_since: Some(150), ..base.clone() }),
+            ["agent:main:b", "agent:main:subagent:c"]
+        );
+    }
+}

@@ -1,0 +1,133 @@
+//! The schema and its numbered migrations (`PRAGMA user_version`), and the check that a file is
+//! ours before anything is written to it (`PRAGMA application_id`).
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+/// `STS1` in ASCII: marks a database as a session-tools store.
+pub const APPLICATION_ID: i32 = 0x5354_5331;
+
+/// Migration N (1-based) brings `user_version` from N-1 to N. Never edit a shipped one: append.
+const MIGRATIONS: &[&str] = &[
+    // 1: sessions, transcripts, runs, sub-agent registry, outbox.
+    r#"
+    CREATE TABLE sessions (
+        key         TEXT PRIMARY KEY NOT NULL,  -- canonical session key
+        session_id  TEXT NOT NULL,              -- transcript id (entry.sessionId)
+        agent_id    TEXT,                       -- agent of an agent:<id>:… key, NULL otherwise
+        rest        TEXT,                       -- the key after agent:<id>:, NULL otherwise
+        updated_at  INTEGER NOT NULL,           -- entry.updatedAt (ms)
+        spawned_by  TEXT,                       -- entry.spawnedBy when a string
+        label       TEXT,                       -- entry.label when a string
+        base_kind   TEXT NOT NULL,              -- group|cron|hook|node|other: the kind short of `main`
+        search      TEXT NOT NULL,              -- lower-cased displayName/label/subject/sessionId/key
+        entry       TEXT NOT NULL               -- the whole entry as JSON
+    );
+    CREATE INDEX sessions_by_updated ON sessions (updated_at DESC);
+    CREATE INDEX sessions_by_session_id ON sessions (session_id);
+    CREATE INDEX sessions_by_spawned_by ON sessions (spawned_by, updated_at DESC) WHERE spawned_by IS NOT NULL;
+    CREATE INDEX sessions_by_label ON sessions (label, updated_at DESC) WHERE label IS NOT NULL;
+    CREATE INDEX sessions_by_agent ON sessions (agent_id, updated_at DESC);
+
+    CREATE TABLE messages (
+        session_id  TEXT NOT NULL,
+        seq         INTEGER NOT NULL,            -- 1, 2, … per transcript, in append order
+        role        TEXT,                        -- message.role, for filtering without parsing
+        message     TEXT NOT NULL,               -- the message object as JSON
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE runs (
+        run_id      TEXT PRIMARY KEY NOT NULL,
+        session_key TEXT NOT NULL,
+        lane        TEXT NOT NULL,               -- nested|subagent|announce
+        chain_id    TEXT,
+        status      TEXT NOT NULL,               -- running|ok|error|timeout
+        started_at  INTEGER,
+        ended_at    INTEGER,
+        error       TEXT,
+        owner       TEXT                         -- the process instance running it
+    );
+    CREATE INDEX runs_by_session ON runs (session_key, status);
+    CREATE INDEX runs_by_status ON runs (status);
+
+    CREATE TABLE subagent_runs (
+        run_id          TEXT PRIMARY KEY NOT NULL,
+        requester_key   TEXT NOT NULL,
+        child_key       TEXT NOT NULL,
+        ended           INTEGER NOT NULL DEFAULT 0,
+        announce_status TEXT NOT NULL DEFAULT 'pending',
+        archive_at      INTEGER,
+        record          TEXT NOT NULL            -- the SubagentRun as JSON
+    );
+    CREATE INDEX subagent_runs_by_requester ON subagent_runs (requester_key);
+    CREATE INDEX subagent_runs_by_archive ON subagent_runs (archive_at) WHERE archive_at IS NOT NULL;
+
+    CREATE TABLE outbox (
+        id              INTEGER PRIMARY KEY,
+        idempotency_key TEXT NOT NULL UNIQUE,
+        kind            TEXT NOT NULL,            -- a2a_announce|subagent_announce
+        payload         TEXT NOT NULL,            -- JSON
+        status          TEXT NOT NULL,            -- pending|delivered|failed|skipped
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        last_error      TEXT,
+        created_at      INTEGER NOT NULL,
+        updated_at      INTEGER NOT NULL
+    );
+    CREATE INDEX outbox_due ON outbox (status, next_attempt_at);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+fn refuse(path: &str, why: impl std::fmt::Display) -> Error {
+    Error::store(format!("cannot open the store at {path}: {why}"))
+}
+
+/// Checks that the database is empty or ours, turns WAL on, and brings the schema up to date.
+pub fn prepare(conn: &Connection, path: &str) -> Result<()> {
+    // Reading first: a file that is not a database fails here, before anything is written.
+    let (tables, app_id, version) = read_identity(conn).map_err(|e| refuse(path, e))?;
+    if tables > 0 && app_id != APPLICATION_ID {
+        return Err(refuse(path, "it is a SQLite database with tables that are not a session-tools store"));
+    }
+    if version > LATEST {
+        return Err(refuse(
+            path,
+            format!("it was written by a newer session-tools (schema {version}, this build knows {LATEST})"),
+        ));
+    }
+    if path != ":memory:" {
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| refuse(path, e))?;
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| refuse(path, e))?;
+    migrate(conn, path)
+}
+
+fn read_identity(conn: &Connection) -> rusqlite::Result<(i64, i32, i64)> {
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))?;
+    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    Ok((tables, app_id, version))
+}
+
+fn migrate(conn: &Connection, path: &str) -> Result<()> {
+    // IMMEDIATE: two processes opening a new file at once migrate it once.
+    let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(|e| refuse(path, e))?;
+    let (tables, app_id, version) = read_identity(&tx).map_err(|e| refuse(path, e))?;
+    if tables > 0 && app_id != APPLICATION_ID {
+        return Err(refuse(path, "it is a SQLite database with tables that are not a session-tools store"));
+    }
+    if version < LATEST {
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+            tx.execute_batch(sql).map_err(|e| refuse(path, format!("migration {} failed: {e}", i + 1)))?;
+        }
+        tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(|e| refuse(path, e))?;
+        tx.pragma_update(None, "user_version", LATEST).map_err(|e| refuse(path, e))?;
+    }
+    tx.commit().map_err(|e| refuse(path, e))?;
+    Ok(())
+}

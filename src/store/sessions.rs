@@ -1,0 +1,275 @@
+//! Session rows: one row per canonical key, the entry kept whole as JSON beside the columns the
+//! list pipeline filters and sorts by (REFERENCE.md §2.7), so that a listing reads only the rows
+//! it returns.
+
+use rusqlite::{named_params, params, OptionalExtension, Row};
+
+use super::{sql, Db};
+use crate::entry::{self, Entry};
+use crate::error::{Error, Result};
+use crate::keys::{self, SessionKind};
+
+/// A stored session: its canonical key and its entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedRow {
+    pub key: String,
+    pub entry: Entry,
+}
+
+/// The filters of the list pipeline (§2.7 steps 1–7), plus the tool layer's kind and
+/// cross-agent filters, all applied in SQL before the limit.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub include_global: bool,
+    pub include_unknown: bool,
+    /// keep only sessions of this agent (drops `global`, `unknown` and non-agent keys)
+    pub agent_id: Option<String>,
+    /// keep only children of this key (drops `global` and `unknown`)
+    pub spawned_by: Option<String>,
+    pub label: Option<String>,
+    /// lower-cased needle matched against displayName, label, subject, sessionId and key
+    pub search: Option<String>,
+    /// keep only rows with `updatedAt >= active_since`
+    pub active_since: Option<i64>,
+    pub limit: Option<u32>,
+    /// tool layer: keep only these kinds
+    pub kinds: Option<Vec<SessionKind>>,
+    /// tool layer: keep only sessions whose agent (non-agent keys: `default_agent`) is listed
+    pub agents: Option<Vec<String>>,
+    /// what makes a row `main`: its key after `agent:<id>:` equals this …
+    pub main_key: String,
+    /// … or it is `global` under global scope
+    pub global_scope: bool,
+    pub default_agent: String,
+}
+
+fn joined<T: AsRef<str>>(items: &[T]) -> String {
+    let mut s = String::from(",");
+    for i in items {
+        s.push_str(i.as_ref());
+        s.push(',');
+    }
+    s
+}
+
+/// The conditions shared by every list variant, with named parameters bound by [`Db::list`].
+macro_rules! list_sql {
+    ($index:literal, $driver:literal) => {
+        concat!(
+            "SELECT key, entry FROM sessions INDEXED BY ",
+            $index,
+            " WHERE ",
+            $driver,
+            " AND (key <> 'global' OR (:include_global AND :spawned_by IS NULL))",
+            " AND (key <> 'unknown' OR (:include_unknown AND :spawned_by IS NULL))",
+            " AND (:agent_id IS NULL OR agent_id = :agent_id)",
+            " AND (:spawned_by IS NULL OR spawned_by = :spawned_by)",
+            " AND (:label IS NULL OR label = :label)",
+            " AND (:search IS NULL OR instr(search, :search) > 0)",
+            " AND (:active_since IS NULL OR updated_at >= :active_since)",
+            " AND (:kinds IS NULL OR instr(:kinds, ',' || CASE WHEN (rest IS NOT NULL AND rest = :main_key)",
+            " OR (key = 'global' AND :global_scope) THEN 'main' ELSE base_kind END || ',') > 0)",
+            " AND (:agents IS NULL OR instr(:agents, ',' || COALESCE(agent_id, :default_agent) || ',') > 0)",
+            " ORDER BY updated_at DESC, rowid ASC LIMIT :limit"
+        )
+    };
+}
+
+pub(super) const LIST_BY_UPDATED: &str = list_sql!("sessions_by_updated", "1");
+pub(super) const LIST_BY_SPAWNED_BY: &str = list_sql!("sessions_by_spawned_by", "spawned_by = :spawned_by");
+pub(super) const LIST_BY_LABEL: &str = list_sql!("sessions_by_label", "label = :label");
+pub(super) const LIST_BY_AGENT: &str = list_sql!("sessions_by_agent", "agent_id = :agent_id");
+
+fn read_row(r: &Row<'_>) -> rusqlite::Result<(String, String)> {
+    Ok((r.get(0)?, r.get(1)?))
+}
+
+fn parse_entry(key: &str, json: &str) -> Result<Entry> {
+    serde_json::from_str::<Entry>(json)
+        .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))
+}
+
+/// The config-independent kind of a stored session (everything but `main`).
+pub fn base_kind(key: &str, entry: &Entry) -> SessionKind {
+    match keys::key_kind(key) {
+        k @ (SessionKind::Cron | SessionKind::Hook | SessionKind::Node) => k,
+        k => {
+            let chat = entry::str_field(entry, "chatType").map(|c| c.trim().to_lowercase());
+            if matches!(chat.as_deref(), Some("group") | Some("channel")) {
+                SessionKind::Group
+            } else {
+                k
+            }
+        }
+    }
+}
+
+/// What `search` matches (§2.7 step 5), lower-cased, fields separated by a newline so that a
+/// needle never spans two fields.
+fn search_text(key: &str, entry: &Entry) -> String {
+    let mut parts: Vec<String> = Vec::with_capacity(5);
+    if let Some(d) = entry::display_name(key, entry) {
+        parts.push(d);
+    }
+    for name in ["label", "subject", "sessionId"] {
+        if let Some(v) = entry::str_field(entry, name) {
+            parts.push(v.to_owned());
+        }
+    }
+    parts.push(key.to_owned());
+    parts.join("\n").to_lowercase()
+}
+
+impl Db<'_> {
+    /// The entry stored under exactly this key.
+    pub fn session(&self, key: &str) -> Result<Option<Entry>> {
+        let mut st = self.conn.prepare_cached("SELECT entry FROM sessions WHERE key = ?1").map_err(sql)?;
+        let json: Option<String> = st.query_row([key], |r| r.get(0)).optional().map_err(sql)?;
+        json.map(|j| parse_entry(key, &j)).transpose()
+    }
+
+    /// The first of `keys` that is stored, with its entry.
+    pub fn first_session(&self, keys: &[String]) -> Result<Option<ListedRow>> {
+        for k in keys {
+            if let Some(entry) = self.session(k)? {
+                return Ok(Some(ListedRow { key: k.clone(), entry }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Inserts or replaces the entry of `key`, keeping the row (and its position among equal
+    /// `updatedAt`s) when it exists.
+    pub fn put_session(&self, key: &str, entry: &Entry) -> Result<()> {
+        let session_id = entry::str_field(entry, "sessionId")
+            .ok_or_else(|| Error::store(format!("refusing to store {key} without a sessionId")))?;
+        let parsed = keys::parse_agent_key(key);
+        let json =
+            serde_json::to_string(entry).map_err(|e| Error::store(format!("cannot encode the entry of {key}: {e}")))?;
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO sessions (key, session_id, agent_id, rest, updated_at, spawned_by, label, base_kind, search, entry)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                 ON CONFLICT (key) DO UPDATE SET session_id = ?2, agent_id = ?3, rest = ?4, updated_at = ?5,
+                   spawned_by = ?6, label = ?7, base_kind = ?8, search = ?9, entry = ?10",
+            )
+            .map_err(sql)?;
+        st.execute(params![
+            key,
+            session_id,
+            parsed.as_ref().map(|p| p.agent_id.as_str()),
+            parsed.as_ref().map(|p| p.rest.as_str()),
+            entry::updated_at(entry),
+            entry::str_field(entry, "spawnedBy"),
+            entry::str_field(entry, "label"),
+            base_kind(key, entry).as_str(),
+            search_text(key, entry),
+            json,
+        ])
+        .map_err(sql)?;
+        Ok(())
+    }
+
+    /// Removes the row of `key`; whether it existed.
+    pub fn delete_session(&self, key: &str) -> Result<bool> {
+        let mut st = self.conn.prepare_cached("DELETE FROM sessions WHERE key = ?1").map_err(sql)?;
+        Ok(st.execute([key]).map_err(sql)? > 0)
+    }
+
+    /// Whether any session still uses this transcript.
+    pub fn session_id_in_use(&self, session_id: &str) -> Result<bool> {
+        let mut st = self.conn.prepare_cached("SELECT 1 FROM sessions WHERE session_id = ?1 LIMIT 1").map_err(sql)?;
+        st.exists([session_id]).map_err(sql)
+    }
+
+    /// Sessions whose `sessionId` (or key) equals `id` exactly, newest first, at most `limit`.
+    pub fn sessions_with_id(&self, id: &str, limit: u32) -> Result<Vec<ListedRow>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT key, entry FROM sessions WHERE session_id = ?1
+                 UNION SELECT key, entry FROM sessions WHERE key = ?1
+                 LIMIT ?2",
+            )
+            .map_err(sql)?;
+        let rows = st.query_map(params![id, limit], read_row).map_err(sql)?;
+        let mut out = Vec::new();
+        for r in rows {
+            let (key, json) = r.map_err(sql)?;
+            out.push(ListedRow { entry: parse_entry(&key, &json)?, key });
+        }
+        out.sort_by_key(|r| std::cmp::Reverse(entry::updated_at(&r.entry)));
+        Ok(out)
+    }
+
+    /// Another session of the same agent (`agent_id`, NULL for non-agent keys) carrying
+    /// exactly this label.
+    pub fn label_holder(&self, label: &str, agent_id: Option<&str>, except_key: &str) -> Result<Option<String>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT key FROM sessions WHERE label = ?1 AND agent_id IS ?2 AND key <> ?3 LIMIT 1")
+            .map_err(sql)?;
+        st.query_row(params![label, agent_id, except_key], |r| r.get(0)).optional().map_err(sql)
+    }
+
+    /// The distinct agent ids of stored agent keys.
+    pub fn stored_agents(&self) -> Result<Vec<String>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT DISTINCT agent_id FROM sessions WHERE agent_id IS NOT NULL")
+            .map_err(sql)?;
+        let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+    }
+
+    /// How many sessions are stored.
+    pub fn session_count(&self) -> Result<u64> {
+        let mut st = self.conn.prepare_cached("SELECT count(*) FROM sessions").map_err(sql)?;
+        Ok(st.query_row([], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64)
+    }
+
+    /// The list pipeline: filter, sort by `updatedAt` descending (ties in insertion order),
+    /// limit. Reads only the rows it returns when an index serves the filter.
+    pub fn list(&self, f: &ListFilter) -> Result<Vec<ListedRow>> {
+        let template = if f.spawned_by.is_some() {
+            LIST_BY_SPAWNED_BY
+        } else if f.label.is_some() {
+            LIST_BY_LABEL
+        } else if f.agent_id.is_some() {
+            LIST_BY_AGENT
+        } else {
+            LIST_BY_UPDATED
+        };
+        let mut st = self.conn.prepare_cached(template).map_err(sql)?;
+        let kinds = f.kinds.as_ref().map(|k| joined(&k.iter().map(|k| k.as_str()).collect::<Vec<_>>()));
+        let agents = f.agents.as_ref().map(|a| joined(a));
+        let limit: i64 = f.limit.map(i64::from).unwrap_or(-1);
+        let rows = st
+            .query_map(
+                named_params! {
+                    ":include_global": f.include_global,
+                    ":include_unknown": f.include_unknown,
+                    ":agent_id": f.agent_id,
+                    ":spawned_by": f.spawned_by,
+                    ":label": f.label,
+                    ":search": f.search,
+                    ":active_since": f.active_since,
+                    ":kinds": kinds,
+                    ":main_key": f.main_key,
+                    ":global_scope": f.global_scope,
+                    ":agents": agents,
+                    ":default_agent": f.default_agent,
+                    ":limit": limit,
+                },
+                read_row,
+            )
+            .map_err(sql)?;
+        let mut out = Vec::new();
+        for r in rows {
+            let (key, json) = r.map_err(sql)?;
+            out.push(ListedRow { entry: parse_entry(&key, &json)?, key });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,308 @@
+//! `sessions_history` (REFERENCE.md §4, DECISIONS.md #7): one session's transcript as the
+//! model may see it: tool results left out unless asked for, channel envelopes stripped from
+//! user messages, the 6 MiB cap, and the optional `maxChars` budget.
+
+use serde_json::{json, Value};
+
+use super::{read_number, read_string, refusal, thrown, Requester, ToolContext};
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::entry;
+use crate::error::Result;
+use crate::keys;
+use crate::policy::{a2a, sandbox};
+
+const TOOL: &str = "sessions_history";
+/// The gateway's serialized-size cap on a history answer.
+pub const MAX_HISTORY_BYTES: usize = 6 * 1024 * 1024;
+
+/// A session reference resolved for a requester (§1.6).
+pub struct Resolved {
+    pub key: String,
+    pub display: String,
+    pub via_session_id: bool,
+}
+
+/// §1.6 resolveSessionReference, with DECISIONS.md's requester-relative `main`. `Err` is the
+/// refusal payload.
+pub fn resolve_reference(
+    engine: &Engine,
+    cfg: &Config,
+    input: &str,
+    requester: &Requester,
+    restricted: bool,
+) -> Result<std::result::Result<Resolved, Value>> {
+    let km = cfg.key_model();
+    let not_visible =
+        || refusal("forbidden", format!("Session not visible from this sandboxed agent session: {input}"));
+    if !keys::should_resolve_as_session_id(input) {
+        let key = match km.resolve_for(input, &requester.agent) {
+            Ok(k) => k,
+            Err(e) => return Ok(Err(refusal("error", e.message()))),
+        };
+        return Ok(Ok(Resolved { display: km.display(&key, &requester.agent), key, via_session_id: false }));
+    }
+    // First as a key …
+    if let Ok(candidates) = km.store_keys(input) {
+        if engine.store().read(|db| db.first_session(&candidates))?.is_some() {
+            let key = candidates[0].clone();
+            return Ok(Ok(Resolved { display: km.display(&key, &requester.agent), key, via_session_id: false }));
+        }
+    }
+    // … then as a sessionId.
+    let rows = engine.store().read(|db| db.sessions_with_id(input, 64))?;
+    let keys: Vec<String> = rows
+        .into_iter()
+        .filter(|r| {
+            if restricted {
+                r.key != "global"
+                    && r.key != "unknown"
+                    && entry::str_field(&r.entry, "spawnedBy") == requester.key.as_deref()
+            } else {
+                true
+            }
+        })
+        .map(|r| r.key)
+        .collect();
+    match keys.as_slice() {
+        [one] => {
+            Ok(Ok(Resolved { display: km.display(one, &requester.agent), key: one.clone(), via_session_id: true }))
+        }
+        [] if restricted => Ok(Err(not_visible())),
+        [] => Ok(Err(refusal("error", format!("No session found: {input}")))),
+        [a, b, ..] if !restricted => {
+            Ok(Err(refusal("error", format!("Multiple sessions found for sessionId: {input} ({a}, {b})"))))
+        }
+        _ => Ok(Err(not_visible())),
+    }
+}
+
+/// Whether a key-mode target is one of the requester's children (§4.1 step 4).
+pub fn spawned_by_requester(engine: &Engine, key: &str, requester: &Requester) -> Result<bool> {
+    let Some(req) = &requester.key else { return Ok(false) };
+    let e = engine.store().read(|db| db.session(key))?;
+    Ok(e.as_ref().and_then(|e| entry::str_field(e, "spawnedBy")) == Some(req.as_str()))
+}
+
+pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
+    let Some(input) = read_string(args, "sessionKey") else {
+        return Ok(thrown(TOOL, "sessionKey required"));
+    };
+    let cfg = engine.config();
+    let requester = match Requester::of(&cfg, ctx) {
+        Ok(r) => r,
+        Err(e) => return Ok(thrown(TOOL, e.message())),
+    };
+    let restricted = sandbox::restrict_to_spawned(&cfg, ctx.sandboxed, requester.key.as_deref(), &requester.agent);
+    let target = match resolve_reference(engine, &cfg, &input, &requester, restricted)? {
+        Ok(t) => t,
+        Err(payload) => return Ok(payload),
+    };
+    if restricted && !target.via_session_id && !spawned_by_requester(engine, &target.key, &requester)? {
+        return Ok(refusal("forbidden", format!("Session not visible from this sandboxed agent session: {input}")));
+    }
+    let target_agent = cfg.key_model().agent_id_of(&target.key);
+    match a2a::check(&cfg.agent_to_agent, &requester.agent, &target_agent) {
+        a2a::A2aDecision::Allowed => {}
+        a2a::A2aDecision::Disabled => {
+            return Ok(refusal(
+                "forbidden",
+                "Agent-to-agent history is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
+            ))
+        }
+        a2a::A2aDecision::Denied => {
+            return Ok(refusal("forbidden", "Agent-to-agent history denied by tools.agentToAgent.allow."))
+        }
+    }
+    let limit = read_number(args, "limit").map(|v| v.floor().max(1.0));
+    if let Some(l) = limit {
+        if l > 1000.0 {
+            return Ok(thrown(TOOL, "invalid chat.history params: at /limit: must be <= 1000"));
+        }
+    }
+    let include_tools = args.get("includeTools").map(truthy).unwrap_or(false);
+    let max_chars = read_number(args, "maxChars").map(|v| v.floor().max(1.0) as u64).or(cfg.history_max_chars);
+    let limit = limit.map(|l| l as u32).unwrap_or(200);
+    let page = engine.store().read(|db| {
+        let Some(e) = db.session(&target.key)? else { return Ok(Default::default()) };
+        match entry::str_field(&e, "sessionId") {
+            Some(sid) => db.history_page(sid, limit, None),
+            None => Ok(Default::default()),
+        }
+    })?;
+    let mut messages: Vec<Value> = Vec::with_capacity(page.messages.len());
+    for m in page.messages {
+        if !include_tools && m.role.as_deref() == Some("toolResult") {
+            continue;
+        }
+        let Ok(mut v) = serde_json::from_str::<Value>(&m.json) else { continue };
+        if m.role.as_deref() == Some("user") {
+            strip_user_envelope(&mut v);
+        }
+        messages.push(v);
+    }
+    cap_bytes(&mut messages, MAX_HISTORY_BYTES);
+    let truncated = match max_chars {
+        Some(max) => cap_chars(&mut messages, max),
+        None => false,
+    };
+    let mut out = json!({"sessionKey": target.display, "messages": messages});
+    if truncated {
+        out["truncated"] = Value::Bool(true);
+    }
+    Ok(out)
+}
+
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().map(|f| f != 0.0 && !f.is_nan()).unwrap_or(false),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
+
+fn json_len(v: &Value) -> usize {
+    serde_json::to_string(v).map(|s| s.len()).unwrap_or(0)
+}
+
+/// §4.2: drops the oldest messages while `2 + Σ bytes + separators` exceeds `max` (one stays).
+pub fn cap_bytes(messages: &mut Vec<Value>, max: usize) {
+    let sizes: Vec<usize> = messages.iter().map(json_len).collect();
+    let mut total: usize = 2 + sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
+    let mut drop = 0;
+    while total > max && messages.len() - drop > 1 {
+        total -= sizes[drop] + 1;
+        drop += 1;
+    }
+    messages.drain(..drop);
+}
+
+/// DECISIONS.md #7: drops the oldest messages while the JSON text of the array is longer than
+/// `max` characters (the newest always stays); whether anything was dropped.
+pub fn cap_chars(messages: &mut Vec<Value>, max: u64) -> bool {
+    let lens: Vec<u64> =
+        messages.iter().map(|m| serde_json::to_string(m).map(|s| s.chars().count() as u64).unwrap_or(0)).collect();
+    let mut total: u64 = 2 + lens.iter().sum::<u64>() + lens.len().saturating_sub(1) as u64;
+    let mut drop = 0;
+    while total > max && messages.len() - drop > 1 {
+        total -= lens[drop] + 1;
+        drop += 1;
+    }
+    messages.drain(..drop);
+    drop > 0
+}
+
+const CHANNEL_LABELS: &[&str] = &[
+    "WebChat",
+    "WhatsApp",
+    "Telegram",
+    "Signal",
+    "Slack",
+    "Discord",
+    "Google Chat",
+    "iMessage",
+    "Teams",
+    "Matrix",
+    "Zalo",
+    "Zalo Personal",
+    "BlueBubbles",
+];
+
+fn has_timestamp(h: &str) -> bool {
+    let b = h.as_bytes();
+    let d = |i: usize| b.get(i).map(u8::is_ascii_digit).unwrap_or(false);
+    (0..b.len()).any(|i| {
+        (0..4).all(|k| d(i + k))
+            && b.get(i + 4) == Some(&b'-')
+            && d(i + 5)
+            && d(i + 6)
+            && b.get(i + 7) == Some(&b'-')
+            && d(i + 8)
+            && d(i + 9)
+            && matches!(b.get(i + 10), Some(b'T') | Some(b' '))
+            && d(i + 11)
+            && d(i + 12)
+            && b.get(i + 13) == Some(&b':')
+            && d(i + 14)
+            && d(i + 15)
+            && (b.get(i + 10) == Some(&b' ') || b.get(i + 16) == Some(&b'Z'))
+    })
+}
+
+/// §4.2 envelope stripping for one text.
+pub fn strip_envelope(text: &str) -> String {
+    let mut rest = text;
+    if let Some(body) = text.strip_prefix('[') {
+        if let Some(end) = body.find("] ") {
+            let header = &body[..end];
+            let channel =
+                CHANNEL_LABELS.iter().any(|l| header.strip_prefix(l).map(|r| r.starts_with(' ')).unwrap_or(false));
+            if !header.contains('[') && (has_timestamp(header) || channel) {
+                rest = &body[end + 2..];
+            }
+        }
+    }
+    let lines: Vec<&str> = rest
+        .split('\n')
+        .filter(|l| {
+            let t = l.trim();
+            !(t.starts_with("[message_id:") && t.ends_with(']'))
+        })
+        .collect();
+    lines.join("\n")
+}
+
+fn strip_user_envelope(m: &mut Value) {
+    match m.get_mut("content") {
+        Some(Value::String(s)) => *s = strip_envelope(s),
+        Some(Value::Array(blocks)) => {
+            for b in blocks {
+                if b.get("type").and_then(Value::as_str) == Some("text") {
+                    if let Some(Value::String(s)) = b.get_mut("text") {
+                        *s = strip_envelope(s);
+                    }
+                }
+            }
+        }
+        _ => {
+            if let Some(Value::String(s)) = m.get_mut("text") {
+                *s = strip_envelope(s);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h7_envelopes_and_message_id_lines_are_stripped() {
+        assert_eq!(strip_envelope("[WhatsApp 2026-01-24 13:36] yolo\n[message_id: 7b8b]"), "yolo");
+        assert_eq!(strip_envelope("[2026-01-24T13:36Z] hi"), "hi");
+        assert_eq!(strip_envelope("keep [message_id: 123] inline"), "keep [message_id: 123] inline");
+        assert_eq!(strip_envelope("[not a header] text"), "[not a header] text");
+    }
+
+    #[test]
+    fn s33_the_byte_cap_drops_the_oldest() {
+        let mut m = vec![json!("a"), json!("b"), json!("c")];
+        cap_bytes(&mut m, 10);
+        assert_eq!(m, vec![json!("b"), json!("c")]);
+        let mut one = vec![json!("x".repeat(100))];
+        cap_bytes(&mut one, 10);
+        assert_eq!(one.len(), 1);
+    }
+
+    #[test]
+    fn the_char_budget_keeps_the_newest_and_reports_truncation() {
+        let mut m = vec![json!("aaaa"), json!("bbbb"), json!("cc")];
+        // ["bbbb","cc"] is 13 characters long; the whole array is 20
+        assert!(cap_chars(&mut m, 13));
+        assert_eq!(m, vec![json!("bbbb"), json!("cc")]);
+        let mut n = vec![json!("a")];
+        assert!(!cap_chars(&mut n, 1));
+    }
+}

@@ -1,0 +1,194 @@
+//! The agent tools: what a model calls, with what it may pass, and what it gets back.
+//!
+//! One file per tool, plus the shared parameter readers (REFERENCE.md preamble), the caller's
+//! [`ToolContext`] and the tool definitions (JSON Schemas). Tools work through the
+//! [`Engine`](crate::engine::Engine) and the store's typed methods; they never talk SQL. A tool
+//! never fails because of what the model sent: every refusal is a payload.
+
+pub mod agents;
+pub mod history;
+pub mod list;
+
+use serde_json::{json, Map, Value};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::keys;
+
+/// Who is calling a tool (API.md §3).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolContext {
+    pub agent_session_key: Option<String>,
+    pub agent_channel: Option<String>,
+    pub agent_account_id: Option<String>,
+    pub agent_to: Option<String>,
+    pub agent_thread_id: Option<Value>,
+    pub agent_group_id: Option<String>,
+    pub agent_group_channel: Option<String>,
+    pub agent_group_space: Option<String>,
+    pub sandboxed: bool,
+    pub requester_agent_id_override: Option<String>,
+    pub run_id: Option<String>,
+}
+
+impl ToolContext {
+    /// Reads the context object the gateway passes; a field of the wrong type is refused.
+    pub fn from_json(v: &Value) -> Result<ToolContext> {
+        let o = match v {
+            Value::Null => return Ok(ToolContext::default()),
+            Value::Object(o) => o,
+            _ => return Err(Error::invalid_request("invalid ctx: must be an object")),
+        };
+        let s = |name: &str| -> Result<Option<String>> {
+            match o.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
+                Some(_) => Err(Error::invalid_request(format!("invalid ctx.{name}: must be a string"))),
+            }
+        };
+        let thread = match o.get("agentThreadId") {
+            None | Some(Value::Null) => None,
+            Some(v @ (Value::String(_) | Value::Number(_))) => Some(v.clone()),
+            Some(_) => return Err(Error::invalid_request("invalid ctx.agentThreadId: must be a string or a number")),
+        };
+        let sandboxed = match o.get("sandboxed") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(Error::invalid_request("invalid ctx.sandboxed: must be a boolean")),
+        };
+        Ok(ToolContext {
+            agent_session_key: s("agentSessionKey")?,
+            agent_channel: s("agentChannel")?,
+            agent_account_id: s("agentAccountId")?,
+            agent_to: s("agentTo")?,
+            agent_thread_id: thread,
+            agent_group_id: s("agentGroupId")?,
+            agent_group_channel: s("agentGroupChannel")?,
+            agent_group_space: s("agentGroupSpace")?,
+            sandboxed,
+            requester_agent_id_override: s("requesterAgentIdOverride")?,
+            run_id: s("runId")?,
+        })
+    }
+}
+
+/// The requester as the tools see it.
+#[derive(Debug, Clone)]
+pub struct Requester {
+    /// the canonical key, `None` when the caller gave no `agentSessionKey`
+    pub key: Option<String>,
+    /// the key as given (for prompt-context lines)
+    pub raw: Option<String>,
+    pub agent: String,
+}
+
+impl Requester {
+    /// With no key the requester counts as the main session of the default agent (API.md §3).
+    pub fn of(cfg: &Config, ctx: &ToolContext) -> Result<Requester> {
+        let km = cfg.key_model();
+        let key = match &ctx.agent_session_key {
+            Some(raw) => Some(km.canonical(raw)?),
+            None => None,
+        };
+        let agent = match &key {
+            Some(k) => km.agent_id_of(k),
+            None => km.default_agent().to_owned(),
+        };
+        Ok(Requester { key, raw: ctx.agent_session_key.clone(), agent })
+    }
+
+    /// The canonical key, or the default agent's main session.
+    pub fn key_or_main(&self, cfg: &Config) -> String {
+        self.key.clone().unwrap_or_else(|| cfg.key_model().main_session_key())
+    }
+}
+
+// ---- parameter readers (REFERENCE.md preamble) -------------------------------------------
+
+/// A string param: must be a string; trimmed; empty → absent.
+pub fn read_string(args: &Value, name: &str) -> Option<String> {
+    args.get(name).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// A string-array param: strings kept (trimmed, empties removed); one string is a list of one.
+pub fn read_string_list(args: &Value, name: &str) -> Option<Vec<String>> {
+    let out: Vec<String> = match args.get(name)? {
+        Value::String(s) => vec![s.trim().to_owned()],
+        Value::Array(a) => a.iter().filter_map(Value::as_str).map(|s| s.trim().to_owned()).collect(),
+        _ => return None,
+    };
+    let out: Vec<String> = out.into_iter().filter(|s| !s.is_empty()).collect();
+    (!out.is_empty()).then_some(out)
+}
+
+/// A numeric param: only a finite JSON number counts.
+pub fn read_number(args: &Value, name: &str) -> Option<f64> {
+    args.get(name).and_then(Value::as_f64).filter(|f| f.is_finite())
+}
+
+/// `{status: "error", tool, error}`: what the model sees when a tool throws.
+pub fn thrown(tool: &str, error: impl std::fmt::Display) -> Value {
+    json!({"status": "error", "tool": tool, "error": error.to_string()})
+}
+
+/// `{status, error}` refusal payload.
+pub fn refusal(status: &str, error: impl std::fmt::Display) -> Value {
+    json!({"status": status, "error": error.to_string()})
+}
+
+/// The tool names, in definition order.
+pub const TOOL_NAMES: &[&str] = &["sessions_list", "sessions_history", "agents_list"];
+
+/// The tool definitions (API.md §3): numbers typed `number`, no top-level anyOf/oneOf. A
+/// sub-agent caller gets none of the session tools (REFERENCE.md §6.9).
+pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
+    if ctx.agent_session_key.as_deref().map(keys::is_subagent_key).unwrap_or(false) {
+        return Vec::new();
+    }
+    vec![
+        json!({
+            "name": "sessions_list",
+            "label": "Sessions",
+            "description": "List sessions, optionally filtered by kind and recent activity, with their last messages.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "kinds": {"type": "array", "items": {"type": "string"}, "description": "Only these kinds: main, group, cron, hook, node, other."},
+                    "limit": {"type": "number", "minimum": 1, "description": "Most rows to return."},
+                    "activeMinutes": {"type": "number", "minimum": 1, "description": "Only sessions updated within this many minutes."},
+                    "messageLimit": {"type": "number", "minimum": 0, "description": "Include up to this many last messages per session (0-20)."}
+                }
+            }
+        }),
+        json!({
+            "name": "sessions_history",
+            "label": "Session History",
+            "description": "Fetch the message history of a session, by session key or sessionId.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "sessionKey": {"type": "string", "description": "A session key or a sessionId from sessions_list."},
+                    "limit": {"type": "number", "minimum": 1, "description": "Most messages to return."},
+                    "includeTools": {"type": "boolean", "description": "Include tool results."},
+                    "maxChars": {"type": "number", "minimum": 1, "description": "Drop the oldest messages while the messages JSON is longer than this."}
+                },
+                "required": ["sessionKey"]
+            }
+        }),
+        json!({
+            "name": "agents_list",
+            "label": "Agents",
+            "description": "List the agent ids this session may use with sessions_spawn.",
+            "parameters": {"type": "object", "properties": {}}
+        }),
+    ]
+}
+
+/// The tool result envelope: `{content: [{type: "text", text}], details}`.
+pub fn envelope(details: Value) -> Value {
+    let text = serde_json::to_string_pretty(&details).unwrap_or_default();
+    let mut m = Map::new();
+    m.insert("content".into(), json!([{"type": "text", "text": text}]));
+    m.insert("details".into(), details);
+    Value::Object(m)
+}

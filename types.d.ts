@@ -1,0 +1,357 @@
+/* Public types of session-tools (the header of the generated index.d.ts). */
+
+/** The gateway's config object; only the keys below are read, others are ignored. */
+export interface GatewayConfig {
+  session?: {
+    scope?: 'per-sender' | 'global'
+    mainKey?: string
+    sendPolicy?: {
+      default?: 'allow' | 'deny'
+      rules?: Array<{
+        action?: 'allow' | 'deny'
+        match?: { channel?: string; chatType?: 'direct' | 'dm' | 'group' | 'channel'; keyPrefix?: string }
+      }>
+    }
+    agentToAgent?: { maxPingPongTurns?: number; maxChainTurns?: number }
+    history?: { maxChars?: number }
+    outbox?: { maxAttempts?: number; backoffMs?: number }
+    [key: string]: unknown
+  }
+  tools?: {
+    agentToAgent?: { enabled?: boolean; allow?: string[] }
+    subagents?: { tools?: { allow?: string[]; deny?: string[] } }
+    [key: string]: unknown
+  }
+  agents?: {
+    defaults?: {
+      timeoutSeconds?: number
+      sandbox?: { sessionToolsVisibility?: 'spawned' | 'all' }
+      subagents?: { archiveAfterMinutes?: number; model?: string | { primary?: string }; maxActive?: number }
+      [key: string]: unknown
+    }
+    list?: Array<{
+      id: string
+      name?: string
+      default?: boolean
+      subagents?: { allowAgents?: string[]; model?: string | { primary?: string } }
+      sandbox?: { sessionToolsVisibility?: 'spawned' | 'all' }
+      [key: string]: unknown
+    }>
+    [key: string]: unknown
+  }
+  messages?: {
+    queue?: {
+      mode?: string
+      byChannel?: Record<string, string>
+      debounceMs?: number
+      debounceMsByChannel?: Record<string, number>
+      cap?: number
+      drop?: string
+    }
+    [key: string]: unknown
+  }
+  models?: {
+    providers?: Record<
+      string,
+      { models?: Array<{ id: string; cost?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number } }> }
+    >
+  }
+  [key: string]: unknown
+}
+
+/** A transcript message as the host produced it: any object with a `role`. */
+export interface TranscriptMessage {
+  role: string
+  content?: unknown
+  timestamp?: number
+  [key: string]: unknown
+}
+
+export interface DeliveryContext {
+  channel?: string
+  to?: string
+  accountId?: string
+  threadId?: string | number
+}
+
+/** A session entry (the gateway's SessionEntry); unknown fields are kept. */
+export interface SessionEntry {
+  sessionId: string
+  updatedAt: number
+  sessionFile?: string
+  spawnedBy?: string
+  systemSent?: boolean
+  abortedLastRun?: boolean
+  chatType?: 'direct' | 'group' | 'channel'
+  thinkingLevel?: string
+  verboseLevel?: string
+  reasoningLevel?: string
+  elevatedLevel?: string
+  sendPolicy?: 'allow' | 'deny'
+  label?: string
+  displayName?: string
+  subject?: string
+  groupId?: string
+  groupChannel?: string
+  space?: string
+  channel?: string
+  origin?: Record<string, unknown>
+  deliveryContext?: DeliveryContext
+  lastChannel?: string
+  lastTo?: string
+  lastAccountId?: string
+  lastThreadId?: string | number
+  inputTokens?: number
+  outputTokens?: number
+  totalTokens?: number
+  contextTokens?: number
+  modelProvider?: string
+  model?: string
+  providerOverride?: string
+  modelOverride?: string
+  [key: string]: unknown
+}
+
+/** Host callback: runs one model turn in a session (used from the orchestration release on). */
+export interface AgentRunRequest {
+  runId: string
+  idempotencyKey: string
+  sessionKey: string
+  sessionId: string
+  agentId: string
+  message: string
+  extraSystemPrompt?: string
+  lane: 'nested' | 'subagent' | 'announce'
+  deliver: boolean
+  channel?: string
+  to?: string
+  accountId?: string
+  threadId?: string
+  model?: string
+  thinking?: string
+  label?: string
+  spawnedBy?: string
+  timeoutMs: number
+  chainId: string
+}
+
+export interface AgentRunResult {
+  messages?: TranscriptMessage[]
+  reply?: string
+  usage?: { input?: number; output?: number; total?: number }
+  model?: string
+  provider?: string
+}
+
+export interface DeliveryRequest {
+  channel: string
+  to: string
+  accountId?: string
+  threadId?: string
+  message: string
+  idempotencyKey: string
+  sessionKey: string
+  kind: 'a2a_announce'
+}
+
+export interface SessionToolsEvent {
+  type: string
+  at: number
+  runId?: string
+  sessionKey?: string
+  [key: string]: unknown
+}
+
+export interface OpenOptions {
+  /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. */
+  path: string
+  config?: GatewayConfig | null
+  runAgent?: (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult
+  deliver?: (msg: DeliveryRequest) => Promise<void> | void
+  onEvent?: (ev: SessionToolsEvent) => void
+  steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
+  /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
+  mirrorDir?: string | null
+}
+
+/** Who is calling a tool. */
+export interface ToolContext {
+  agentSessionKey?: string
+  agentChannel?: string
+  agentAccountId?: string
+  agentTo?: string
+  agentThreadId?: string | number
+  agentGroupId?: string
+  agentGroupChannel?: string
+  agentGroupSpace?: string
+  sandboxed?: boolean
+  requesterAgentIdOverride?: string
+  runId?: string
+}
+
+export interface SessionsListParams {
+  limit?: number
+  activeMinutes?: number
+  includeGlobal?: boolean
+  includeUnknown?: boolean
+  includeDerivedTitles?: boolean
+  includeLastMessage?: boolean
+  label?: string
+  spawnedBy?: string
+  agentId?: string
+  search?: string
+}
+
+export interface SessionsListRow {
+  key: string
+  kind: 'direct' | 'group' | 'global' | 'unknown'
+  label?: string
+  displayName?: string
+  channel?: string
+  subject?: string
+  groupChannel?: string
+  space?: string
+  chatType?: string
+  origin?: Record<string, unknown>
+  updatedAt: number | null
+  sessionId?: string
+  systemSent?: boolean
+  abortedLastRun?: boolean
+  thinkingLevel?: string
+  verboseLevel?: string
+  reasoningLevel?: string
+  elevatedLevel?: string
+  sendPolicy?: 'allow' | 'deny'
+  inputTokens?: number
+  outputTokens?: number
+  totalTokens: number
+  responseUsage?: string
+  modelProvider?: string
+  model?: string
+  contextTokens?: number
+  deliveryContext?: DeliveryContext
+  lastChannel?: string
+  lastTo?: string
+  lastAccountId?: string
+  derivedTitle?: string
+  lastMessagePreview?: string
+}
+
+export interface SessionsListResult {
+  ts: number
+  path: string
+  count: number
+  sessions: SessionsListRow[]
+}
+
+export interface SessionsResolveParams {
+  key?: string
+  sessionId?: string
+  label?: string
+  agentId?: string
+  spawnedBy?: string
+  includeGlobal?: boolean
+  includeUnknown?: boolean
+}
+
+export interface SessionsPatchParams {
+  key: string
+  spawnedBy?: string | null
+  label?: string | null
+  thinkingLevel?: string | null
+  verboseLevel?: string | null
+  reasoningLevel?: string | null
+  responseUsage?: 'on' | 'off' | 'tokens' | 'full' | null
+  elevatedLevel?: string | null
+  execHost?: 'sandbox' | 'gateway' | 'node' | null
+  execSecurity?: 'deny' | 'allowlist' | 'full' | null
+  execAsk?: 'off' | 'on-miss' | 'always' | null
+  execNode?: string | null
+  groupActivation?: 'mention' | 'always' | null
+  model?: string | null
+  sendPolicy?: 'allow' | 'deny' | null
+}
+
+export interface ChatHistoryResult {
+  sessionKey: string
+  sessionId?: string
+  messages: TranscriptMessage[]
+  /** cursor for the page before this one; absent on the oldest page */
+  nextBefore?: number
+}
+
+export type SessionKind = 'main' | 'group' | 'cron' | 'hook' | 'node' | 'other'
+
+export interface SessionsListToolParams {
+  kinds?: SessionKind[] | string[]
+  limit?: number
+  activeMinutes?: number
+  messageLimit?: number
+}
+
+export interface SessionsListToolRow {
+  key: string
+  kind: SessionKind
+  channel: string
+  label?: string
+  displayName?: string
+  deliveryContext?: { channel?: string; to?: string; accountId?: string }
+  updatedAt?: number
+  sessionId?: string
+  model?: string
+  contextTokens?: number
+  totalTokens?: number
+  thinkingLevel?: string
+  verboseLevel?: string
+  systemSent?: boolean
+  abortedLastRun?: boolean
+  sendPolicy?: string
+  lastChannel?: string
+  lastTo?: string
+  lastAccountId?: string
+  transcriptPath?: string
+  messages?: TranscriptMessage[]
+}
+
+/** A refusal payload of a tool. */
+export interface ToolRefusal {
+  status: 'error' | 'forbidden'
+  error: string
+  tool?: string
+}
+
+export type SessionsListToolResult = { count: number; sessions: SessionsListToolRow[] } | ToolRefusal
+
+export interface SessionsHistoryToolParams {
+  sessionKey: string
+  limit?: number
+  includeTools?: boolean
+  maxChars?: number
+}
+
+export type SessionsHistoryToolResult =
+  | { sessionKey: string; messages: TranscriptMessage[]; truncated?: true }
+  | ToolRefusal
+
+export type AgentsListResult =
+  | { requester: string; allowAny: boolean; agents: Array<{ id: string; name?: string; configured: boolean }> }
+  | ToolRefusal
+
+export interface ToolDefinition {
+  name: string
+  label: string
+  description: string
+  parameters: Record<string, unknown>
+}
+
+export interface ToolResult<T = unknown> {
+  content: Array<{ type: 'text'; text: string }>
+  details: T
+}
+
+export interface SessionTool extends ToolDefinition {
+  execute(toolCallId: string, args: unknown, signal?: AbortSignal): Promise<ToolResult>
+}
+
+/** The `code` of every error the addon rejects or throws with. */
+export type SessionToolsErrorCode = 'INVALID_REQUEST' | 'STORE_ERROR' | 'CLOSED' | 'INVALID_CONFIG' | 'UNAVAILABLE'
