@@ -202,11 +202,9 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         patch: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, patch, "patch")?)));
-        self.run(
-            env,
-            args.map(|(k, p)| -> Job { Box::new(move |e: &Engine| Ok(Value::Object(e.upsert_session(&k, &p)?))) }),
-        )
+        self.run2(env, key, "key", patch, "patch", move |e: &Engine, k: &Value, p: &Value| {
+            Ok(Value::Object(e.upsert_session(k, p)?))
+        })
     }
 
     #[napi(
@@ -218,8 +216,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let p = to_json(env, params, "params");
-        self.run(env, p.map(|p| -> Job { Box::new(move |e: &Engine| e.patch_session(&p)) }))
+        self.run1(env, params, "params", |e, p| e.patch_session(p))
     }
 
     #[napi(ts_args_type = "params: SessionsResolveParams", ts_return_type = "Promise<{ ok: true; key: string }>")]
@@ -228,8 +225,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let p = to_json(env, params, "params");
-        self.run(env, p.map(|p| -> Job { Box::new(move |e: &Engine| e.resolve_session(&p)) }))
+        self.run1(env, params, "params", |e, p| e.resolve_session(p))
     }
 
     #[napi(ts_args_type = "params?: SessionsListParams", ts_return_type = "Promise<SessionsListResult>")]
@@ -238,8 +234,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let p = to_json(env, params, "params");
-        self.run(env, p.map(|p| -> Job { Box::new(move |e: &Engine| e.list_sessions(&p)) }))
+        self.run1(env, params, "params", |e, p| e.list_sessions(p))
     }
 
     #[napi(
@@ -252,8 +247,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, options, "options")?)));
-        self.run(env, args.map(|(k, o)| -> Job { Box::new(move |e: &Engine| e.delete_session(&k, &o)) }))
+        self.run2(env, key, "key", options, "options", move |e: &Engine, k: &Value, o: &Value| e.delete_session(k, o))
     }
 
     #[napi(ts_args_type = "key: string", ts_return_type = "Promise<{ ok: true; key: string; entry: SessionEntry }>")]
@@ -262,8 +256,7 @@ impl SessionTools {
         env: &'env Env,
         key: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let key = to_json(env, key, "key");
-        self.run(env, key.map(|k| -> Job { Box::new(move |e: &Engine| e.reset_session(&k)) }))
+        self.run1(env, key, "key", |e, k| e.reset_session(k))
     }
 
     #[napi(
@@ -276,8 +269,9 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         messages: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, messages, "messages")?)));
-        self.run(env, args.map(|(k, m)| -> Job { Box::new(move |e: &Engine| e.append_messages(&k, &m)) }))
+        self.run2(env, key, "key", messages, "messages", move |e: &Engine, k: &Value, m: &Value| {
+            e.append_messages(k, m)
+        })
     }
 
     #[napi(
@@ -290,32 +284,26 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, options, "options")?)));
-        self.run(
-            env,
-            args.map(|(k, o)| -> Job {
-                Box::new(move |e: &Engine| {
-                    let (key, sid, page) = e.chat_history(&k, &o)?;
-                    let mut out = serde_json::Map::new();
-                    out.insert("sessionKey".into(), Value::from(key));
-                    if let Some(sid) = sid {
-                        out.insert("sessionId".into(), Value::from(sid));
-                    }
-                    let mut msgs = Vec::with_capacity(page.messages.len());
-                    for m in page.messages {
-                        msgs.push(
-                            serde_json::from_str::<Value>(&m.json)
-                                .map_err(|e| CoreError::store(format!("a stored message is not valid JSON: {e}")))?,
-                        );
-                    }
-                    out.insert("messages".into(), Value::Array(msgs));
-                    if let Some(b) = page.next_before {
-                        out.insert("nextBefore".into(), Value::from(b));
-                    }
-                    Ok(Value::Object(out))
-                })
-            }),
-        )
+        self.run2(env, key, "key", options, "options", move |e: &Engine, k: &Value, o: &Value| {
+            let (key, sid, page) = e.chat_history(k, o)?;
+            let mut out = serde_json::Map::new();
+            out.insert("sessionKey".into(), Value::from(key));
+            if let Some(sid) = sid {
+                out.insert("sessionId".into(), Value::from(sid));
+            }
+            let mut msgs = Vec::with_capacity(page.messages.len());
+            for m in page.messages {
+                msgs.push(
+                    serde_json::from_str::<Value>(&m.json)
+                        .map_err(|e| CoreError::store(format!("a stored message is not valid JSON: {e}")))?,
+                );
+            }
+            out.insert("messages".into(), Value::Array(msgs));
+            if let Some(b) = page.next_before {
+                out.insert("nextBefore".into(), Value::from(b));
+            }
+            Ok(Value::Object(out))
+        })
     }
 
     #[napi(
@@ -343,8 +331,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let p = to_json(env, params, "params");
-        self.run(env, p.map(|p| -> Job { Box::new(move |e: &Engine| e.handle_send_command(&p)) }))
+        self.run1(env, params, "params", |e, p| e.handle_send_command(p))
     }
 
     /// `sessions_list`
@@ -447,6 +434,32 @@ impl SessionTools {
 }
 
 impl SessionTools {
+    /// A method of one JSON argument.
+    fn run1<'env>(
+        &self,
+        env: &'env Env,
+        a: Option<Unknown<'env>>,
+        a_name: &str,
+        f: impl FnOnce(&Engine, &Value) -> CoreResult<Value> + Send + 'static,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let job = to_json(env, a, a_name).map(|a| -> Job { Box::new(move |e: &Engine| f(e, &a)) });
+        self.run(env, job)
+    }
+
+    /// A method of two JSON arguments.
+    fn run2<'env>(
+        &self,
+        env: &'env Env,
+        a: Option<Unknown<'env>>,
+        a_name: &str,
+        b: Option<Unknown<'env>>,
+        b_name: &str,
+        f: impl FnOnce(&Engine, &Value, &Value) -> CoreResult<Value> + Send + 'static,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let args = to_json(env, a, a_name).and_then(|a| Ok((a, to_json(env, b, b_name)?)));
+        self.run(env, args.map(|(a, b)| -> Job { Box::new(move |e: &Engine| f(e, &a, &b)) }))
+    }
+
     fn run<'env>(&self, env: &'env Env, job: CoreResult<Job>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         spawn(env, Some(self.engine.clone()), job)
     }
