@@ -118,11 +118,11 @@ fn row(engine: &Engine, r: &ListedRow, requester: &Requester, messages: Option<V
     }
     s(&mut m, "sessionId", entry::str_field(e, "sessionId").map(str::to_owned));
     s(&mut m, "model", entry::str_field(e, "model").map(str::to_owned));
-    for f in ["contextTokens", "totalTokens"] {
-        if let Some(v) = e.get(f).filter(|v| v.is_number()) {
-            m.insert(f.into(), v.clone());
-        }
+    if let Some(v) = e.get("contextTokens").filter(|v| v.is_number()) {
+        m.insert("contextTokens".into(), v.clone());
     }
+    // the gateway row's total: the stored one, else input + output (§2.7)
+    m.insert("totalTokens".into(), entry::total_tokens(e));
     s(&mut m, "thinkingLevel", entry::str_field(e, "thinkingLevel").map(str::to_owned));
     s(&mut m, "verboseLevel", entry::str_field(e, "verboseLevel").map(str::to_owned));
     for f in ["systemSent", "abortedLastRun"] {
