@@ -9,7 +9,7 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use serde_json::Value;
 
-use super::js::{from_json_text, js_error, to_json};
+use super::js::{from_json_text, js_error, to_json, to_json_exact};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
@@ -71,6 +71,14 @@ struct OpenOptions {
 }
 
 fn read_open_options(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<OpenOptions> {
+    let out = read_open_options_inner(env, options);
+    if out.is_err() {
+        super::js::clear_pending(env);
+    }
+    out
+}
+
+fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<OpenOptions> {
     let bad = |m: String| CoreError::invalid_request(m);
     let Some(options) = options else { return Err(bad("open options required: { path, config? }".into())) };
     if options.get_type().map_err(|e| bad(e.reason.clone()))? != ValueType::Object {
@@ -86,7 +94,7 @@ fn read_open_options(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<Open
             _ => Some(v),
         })
     };
-    let path = match to_json(env, get("path")?, "options.path")? {
+    let path = match to_json_exact(env, get("path")?, "options.path")? {
         Value::String(s) if !s.trim().is_empty() => s,
         Value::Null => return Err(bad("options.path required".into())),
         _ => return Err(bad("invalid options.path: must be a non-empty string".into())),
@@ -105,7 +113,7 @@ fn read_open_options(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<Open
             let p = PathBuf::from(&path);
             p.parent().map(|d| d.join("transcripts")).unwrap_or_else(|| PathBuf::from("transcripts"))
         }),
-        Some(v) => match to_json(env, Some(v), "options.mirrorDir")? {
+        Some(v) => match to_json_exact(env, Some(v), "options.mirrorDir")? {
             Value::Null => None,
             Value::String(s) if !s.trim().is_empty() && !s.contains('\0') => Some(PathBuf::from(s)),
             _ => return Err(bad("invalid options.mirrorDir: must be a non-empty string or null".into())),

@@ -18,11 +18,79 @@ fn json_fn<'env>(env: &'env Env, name: &str) -> napi::Result<Function<'env, Unkn
     json.get_named_property(name)
 }
 
+/// Drops a JS exception left pending by a failed napi call (a throwing getter, a Proxy trap), so
+/// that the failure reaches the caller as a rejection, not as a synchronous throw.
+pub fn clear_pending(env: &Env) {
+    let mut exception = std::ptr::null_mut();
+    // SAFETY: called on the JS thread with a live env; the out-pointer is a local.
+    unsafe {
+        napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception);
+    }
+}
+
+/// JSON.stringify writes a lone UTF-16 surrogate as a `\udXXX` escape, which is not Unicode
+/// text; it becomes U+FFFD, as when the text is encoded as UTF-8.
+fn replace_lone_surrogates(text: &str) -> String {
+    let b = text.as_bytes();
+    let hex = |i: usize| -> Option<u32> {
+        let h = std::str::from_utf8(b.get(i..i + 4)?).ok()?;
+        u32::from_str_radix(h, 16).ok()
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let Some(u) = hex(i + 2) else {
+            i += 2;
+            continue;
+        };
+        let is_high = (0xD800..0xDC00).contains(&u);
+        let is_low = (0xDC00..0xE000).contains(&u);
+        let paired = is_high
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && hex(i + 8).map(|l| (0xDC00..0xE000).contains(&l)).unwrap_or(false);
+        if paired {
+            i += 12;
+        } else if is_high || is_low {
+            out.push_str(&text[last..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            last = i;
+        } else {
+            i += 6;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 /// A JS value as JSON. `undefined` (and functions, symbols) → `null`; anything JSON cannot
 /// carry is `INVALID_REQUEST` naming `what`.
 pub fn to_json(env: &Env, v: Option<Unknown<'_>>, what: &str) -> crate::error::Result<Value> {
+    convert(env, v, what, true)
+}
+
+/// As [`to_json`], but text that is not valid Unicode (a lone surrogate) is refused instead of
+/// repaired: for values such as file paths, where a repaired value would name something else.
+pub fn to_json_exact(env: &Env, v: Option<Unknown<'_>>, what: &str) -> crate::error::Result<Value> {
+    convert(env, v, what, false)
+}
+
+fn convert(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) -> crate::error::Result<Value> {
     let Some(v) = v else { return Ok(Value::Null) };
-    let bad = |detail: String| CoreError::invalid_request(format!("invalid {what}: {detail}"));
+    let bad = |detail: String| {
+        clear_pending(env);
+        CoreError::invalid_request(format!("invalid {what}: {detail}"))
+    };
     match v.get_type().map_err(|e| bad(e.reason.clone()))? {
         ValueType::Undefined | ValueType::Null | ValueType::Function | ValueType::Symbol => return Ok(Value::Null),
         _ => {}
@@ -33,7 +101,13 @@ pub fn to_json(env: &Env, v: Option<Unknown<'_>>, what: &str) -> crate::error::R
         return Ok(Value::Null);
     }
     let text: String = unsafe { String::from_napi_value(env.raw(), text.raw()) }.map_err(|e| bad(e.reason.clone()))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let parsed = match serde_json::from_str(&text) {
+        Err(e) if repair && (e.to_string().contains("escape") || e.to_string().contains("surrogate")) => {
+            serde_json::from_str(&replace_lone_surrogates(&text))
+        }
+        other => other,
+    };
+    parsed.map_err(|e| {
         if e.to_string().contains("recursion limit") {
             bad(MAX_DEPTH_NOTE.to_owned())
         } else {
@@ -57,4 +131,20 @@ pub fn js_error(env: &Env, e: &CoreError) -> napi::Error {
         Ok(napi::Error::from(obj.to_unknown()))
     };
     build().unwrap_or_else(|err| err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_lone_surrogates;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters_and_pairs_stay() {
+        assert_eq!(replace_lone_surrogates(r#""a\ud83d""#), r#""a\ufffd""#);
+        assert_eq!(replace_lone_surrogates(r#""\udc00x""#), r#""\ufffdx""#);
+        assert_eq!(replace_lone_surrogates(r#""\ud83d\ude00""#), r#""\ud83d\ude00""#);
+        assert_eq!(replace_lone_surrogates(r#""\\ud83d""#), r#""\\ud83d""#);
+        assert_eq!(replace_lone_surrogates(r#""\u00e9""#), r#""\u00e9""#);
+        let s: String = serde_json::from_str(&replace_lone_surrogates(r#""cut \ud83d""#)).unwrap();
+        assert_eq!(s, "cut \u{fffd}");
+    }
 }
