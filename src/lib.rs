@@ -15,6 +15,7 @@ pub mod engine;
 pub mod entry;
 pub mod error;
 pub mod keys;
+pub mod orchestrate;
 pub mod params;
 pub mod policy;
 pub mod store;

@@ -1,0 +1,150 @@
+//! Where an agent-to-agent announce is delivered when the key itself names a chat
+//! (REFERENCE.md §5.6 `fromKey`, with DECISIONS.md's thread rule): `agent:main:discord:group:dev`
+//! → `{channel: discord, to: channel:dev}`. Only the core chat-channel list is known here;
+//! channel plugins' own normalizers and the session-lookup fallback belong to the flow, which
+//! calls this first. Pure string parsing: never touches the store or the host.
+
+use super::js::js_trim;
+
+/// A key-derived delivery route. `thread_id` is the `:topic:<x>` / `:thread:<x>` suffix of the
+/// key (digits or not), passed on to delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnnounceTarget {
+    pub channel: String,
+    pub to: String,
+    pub thread_id: Option<String>,
+}
+
+/// The core chat channels, in the reference's order.
+pub const CORE_CHANNELS: [&str; 7] = ["telegram", "whatsapp", "discord", "googlechat", "slack", "signal", "imessage"];
+
+/// `normalizeChatChannelId`: trimmed, lower-cased, aliases resolved; none unless a core channel.
+pub fn normalize_core_channel(raw: &str) -> Option<&'static str> {
+    let lowered = js_trim(raw).to_lowercase();
+    let resolved = match lowered.as_str() {
+        "imsg" => "imessage",
+        "google-chat" | "gchat" => "googlechat",
+        other => other,
+    };
+    CORE_CHANNELS.iter().copied().find(|c| *c == resolved)
+}
+
+/// Split a trailing `:topic:<x>` (checked first) or `:thread:<x>` off `rest`; `x` is the last
+/// `:`-separated segment and must be non-blank, and something must precede the marker.
+fn split_thread(rest: &str) -> (&str, Option<&str>) {
+    for marker in [":topic:", ":thread:"] {
+        if let Some((head, tail)) = rest.rsplit_once(':') {
+            if let Some(id) = head.strip_suffix(&marker[..marker.len() - 1]) {
+                if !js_trim(tail).is_empty() && !id.is_empty() {
+                    return (id, Some(js_trim(tail)));
+                }
+            }
+        }
+    }
+    (rest, None)
+}
+
+/// `fromKey`: the announce target a session key names, if it is a group or channel key.
+pub fn from_key(key: &str) -> Option<AnnounceTarget> {
+    let raw_parts: Vec<&str> = key.split(':').filter(|p| !p.is_empty()).collect();
+    let parts = if raw_parts.len() >= 3 && raw_parts[0] == "agent" { &raw_parts[2..] } else { &raw_parts[..] };
+    let [channel_raw, kind, rest @ ..] = parts else {
+        return None;
+    };
+    if rest.is_empty() || (*kind != "group" && *kind != "channel") {
+        return None;
+    }
+    let rest = rest.join(":");
+    let (id, thread_id) = split_thread(&rest);
+    let id = js_trim(id);
+    if id.is_empty() {
+        return None;
+    }
+    let core = normalize_core_channel(channel_raw);
+    let to = match core {
+        None => id.to_string(),
+        Some("discord" | "slack") => format!("channel:{id}"),
+        Some(_) if *kind == "channel" => format!("channel:{id}"),
+        Some(_) => format!("group:{id}"),
+    };
+    let channel = core.map_or_else(|| channel_raw.to_lowercase(), str::to_string);
+    Some(AnnounceTarget { channel, to, thread_id: thread_id.map(str::to_string) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(channel: &str, to: &str, thread: Option<&str>) -> Option<AnnounceTarget> {
+        Some(AnnounceTarget { channel: channel.into(), to: to.into(), thread_id: thread.map(Into::into) })
+    }
+
+    #[test]
+    fn d18_discord_group_key_targets_channel_dev() {
+        assert_eq!(from_key("agent:main:discord:group:dev"), target("discord", "channel:dev", None));
+    }
+
+    #[test]
+    fn d20_telegram_topic_suffix_becomes_the_thread_id() {
+        assert_eq!(
+            from_key("agent:main:telegram:group:-100123:topic:42"),
+            target("telegram", "group:-100123", Some("42"))
+        );
+    }
+
+    #[test]
+    fn non_digit_thread_ids_are_split_off_too() {
+        assert_eq!(
+            from_key("agent:main:slack:channel:C123:thread:1700000000.123"),
+            target("slack", "channel:C123", Some("1700000000.123"))
+        );
+        assert_eq!(
+            from_key("agent:ops:telegram:group:-1:topic:général"),
+            target("telegram", "group:-1", Some("général"))
+        );
+    }
+
+    #[test]
+    fn topic_is_checked_before_thread() {
+        assert_eq!(from_key("telegram:group:g:thread:1:topic:2"), target("telegram", "group:g:thread:1", Some("2")));
+    }
+
+    #[test]
+    fn a_marker_without_an_id_before_it_stays_part_of_the_id() {
+        assert_eq!(from_key("agent:main:telegram:group:topic:42"), target("telegram", "group:topic:42", None));
+    }
+
+    #[test]
+    fn kind_decides_the_raw_target_except_for_discord_and_slack() {
+        assert_eq!(from_key("whatsapp:group:123@g.us"), target("whatsapp", "group:123@g.us", None));
+        assert_eq!(from_key("telegram:channel:news"), target("telegram", "channel:news", None));
+        assert_eq!(from_key("slack:group:G1"), target("slack", "channel:G1", None));
+    }
+
+    #[test]
+    fn aliases_and_case_resolve_to_core_channels() {
+        assert_eq!(from_key("agent:main:imsg:group:chat1"), target("imessage", "group:chat1", None));
+        assert_eq!(from_key("GChat:channel:spaces/x"), target("googlechat", "channel:spaces/x", None));
+        assert_eq!(from_key("google-chat:group:g"), target("googlechat", "group:g", None));
+    }
+
+    #[test]
+    fn unrecognized_channels_are_lower_cased_and_use_the_bare_id() {
+        assert_eq!(from_key("agent:main:MatrixX:group:!room:srv"), target("matrixx", "!room:srv", None));
+    }
+
+    #[test]
+    fn direct_main_and_malformed_keys_have_no_target() {
+        for key in
+            ["", "main", "agent:main:main", "agent:main:telegram:dm:1", "telegram:group", "telegram:group:  ", ":::"]
+        {
+            assert_eq!(from_key(key), None, "{key:?}");
+        }
+        assert_eq!(from_key("agent:main:discord:Group:dev"), None);
+    }
+
+    #[test]
+    fn empty_segments_are_dropped_before_parsing() {
+        assert_eq!(from_key("agent::main::discord:group::dev"), target("discord", "channel:dev", None));
+    }
+}

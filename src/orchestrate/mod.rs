@@ -1,0 +1,9 @@
+//! Orchestration: the sessions_send reply-back/announce flow and sub-agents. This release holds
+//! the pure building blocks (texts, parsing, formatting); the flows that use them come next.
+
+pub mod announce_target;
+pub mod js;
+pub mod prompts;
+pub mod reply;
+pub mod stats;
+pub mod thinking;
