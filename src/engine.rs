@@ -90,8 +90,12 @@ impl Engine {
     /// `upsertSession(key, patch)`: the merge rule of §2.5 in one transaction.
     pub fn upsert_session(&self, key: &Value, patch: &Value) -> Result<Entry> {
         let key = self.canonical(key_arg(key)?)?;
-        let patch = obj(patch, "patch")?;
+        let mut patch = obj(patch, "patch")?;
         entry::check_patch(&patch)?;
+        if let Some(raw) = patch.get("spawnedBy").and_then(Value::as_str) {
+            let parent = canonical_spawned_by(&self.config(), &key, raw)?;
+            patch.insert("spawnedBy".into(), Value::from(parent));
+        }
         let now = entry::now_ms();
         self.store.write(|db| {
             let existing = db.session(&key)?;
@@ -504,6 +508,17 @@ impl Engine {
     }
 }
 
+/// A parent key as stored in `spawnedBy`: canonical, a bare key taken as one of the child's
+/// agent (the gateway's combined view prefixes bare values with the store's agent, §2.7).
+pub fn canonical_spawned_by(cfg: &Config, child_key: &str, raw: &str) -> Result<String> {
+    let km = cfg.key_model();
+    let raw = km.check_raw(raw, "spawnedBy")?;
+    if crate::keys::parse_agent_key(raw).is_some() || raw == "global" || raw == "unknown" {
+        return km.canonical(raw);
+    }
+    km.resolve_for(&format!("agent:{}:{raw}", km.agent_id_of(child_key)), &km.agent_id_of(child_key))
+}
+
 /// The send-policy decision for a stored entry (or none).
 pub fn decide(
     cfg: &Config,
@@ -612,11 +627,11 @@ fn apply_patch(
                 return Err(Error::invalid_request("spawnedBy is only supported for subagent:* sessions"));
             }
             if let Some(prev) = existing {
-                if prev != s {
+                if prev != s && prev != canonical_spawned_by(cfg, key, s)? {
                     return Err(Error::invalid_request("spawnedBy cannot be changed once set"));
                 }
             }
-            let canonical = cfg.key_model().canonical(s)?;
+            let canonical = canonical_spawned_by(cfg, key, s)?;
             set(e, "spawnedBy", Some(Value::from(canonical)));
         }
     }
@@ -925,6 +940,19 @@ mod tests {
         e.upsert_session(&json!("b"), &json!({"sessionId": "dup"})).unwrap();
         assert!(msg(e.resolve_session(&json!({"sessionId": "dup"})))
             .starts_with("Multiple sessions found for sessionId: dup ("));
+    }
+
+    #[test]
+    fn a_bare_spawned_by_is_stored_canonical_for_the_childs_agent() {
+        let e = engine(Value::Null);
+        let r = e.upsert_session(&json!("agent:ops:subagent:c"), &json!({"spawnedBy": "discord:group:req"})).unwrap();
+        assert_eq!(r["spawnedBy"], "agent:ops:discord:group:req");
+        let r = e.upsert_session(&json!("agent:main:subagent:d"), &json!({"spawnedBy": "main"})).unwrap();
+        assert_eq!(r["spawnedBy"], "agent:main:main");
+        assert_eq!(
+            e.upsert_session(&json!("x"), &json!({"spawnedBy": "a\u{0}b"})).unwrap_err().code(),
+            ErrorCode::InvalidRequest
+        );
     }
 
     #[test]
