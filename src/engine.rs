@@ -295,7 +295,7 @@ impl Engine {
             let found = self.store.read(|db| db.first_session(&candidates))?;
             return match found {
                 Some(_) => Ok(json!({"ok": true, "key": canonical})),
-                None => Err(Error::invalid_request(format!("No session found: {}", raw.trim()))),
+                None => Err(Error::invalid_request(format!("No session found: {}", crate::error::clip(raw.trim())))),
             };
         }
         if let Some(id) = session_id {
@@ -309,7 +309,7 @@ impl Engine {
                 .map(|r| r.key)
                 .collect();
             return match keys.len() {
-                0 => Err(Error::invalid_request(format!("No session found: {id}"))),
+                0 => Err(Error::invalid_request(format!("No session found: {}", crate::error::clip(id)))),
                 1 => Ok(json!({"ok": true, "key": keys[0]})),
                 _ => Err(Error::invalid_request(format!(
                     "Multiple sessions found for sessionId: {id} ({})",
@@ -703,7 +703,7 @@ fn apply_patch(
                 .models
                 .resolve(raw)
                 .filter(|_| !raw.is_empty())
-                .ok_or_else(|| Error::invalid_request(format!("invalid model: {raw}")))?;
+                .ok_or_else(|| Error::invalid_request(format!("invalid model: {}", crate::error::clip(raw))))?;
             set(e, "providerOverride", resolved.provider.map(Value::from));
             set(e, "modelOverride", Some(Value::from(resolved.model)));
         }

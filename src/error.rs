@@ -33,6 +33,15 @@ impl ErrorCode {
     }
 }
 
+/// A caller's value as quoted in an error message: at most 200 characters, then `…`.
+pub fn clip(value: &str) -> String {
+    const MAX: usize = 200;
+    match value.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &value[..at]),
+        None => value.to_owned(),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     code: ErrorCode,
@@ -79,5 +88,19 @@ impl std::error::Error for Error {}
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
         Error::store(format!("sqlite: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn long_values_are_clipped_in_messages_on_a_char_boundary() {
+        assert_eq!(clip("short"), "short");
+        let long = "é".repeat(300);
+        let c = clip(&long);
+        assert_eq!(c.chars().count(), 201);
+        assert!(c.ends_with('…'));
     }
 }

@@ -402,7 +402,9 @@ impl SessionTools {
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let name = match to_json(env, name, "name") {
             Ok(Value::String(s)) if tools::TOOL_NAMES.contains(&s.as_str()) => s,
-            Ok(Value::String(s)) => return rejected(env, CoreError::invalid_request(format!("unknown tool: {s}"))),
+            Ok(Value::String(s)) => {
+                return rejected(env, CoreError::invalid_request(format!("unknown tool: {}", crate::error::clip(&s))))
+            }
             Ok(_) => return rejected(env, CoreError::invalid_request("invalid name: must be a tool name string")),
             Err(e) => return rejected(env, e),
         };

@@ -69,7 +69,7 @@ pub fn resolve_reference(
             Ok(Ok(Resolved { display: km.display(one, &requester.agent), key: one.clone(), via_session_id: true }))
         }
         [] if restricted => Ok(Err(not_visible())),
-        [] => Ok(Err(refusal("error", format!("No session found: {input}")))),
+        [] => Ok(Err(refusal("error", format!("No session found: {}", crate::error::clip(input))))),
         [a, b, ..] if !restricted => {
             Ok(Err(refusal("error", format!("Multiple sessions found for sessionId: {input} ({a}, {b})"))))
         }
