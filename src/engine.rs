@@ -70,7 +70,7 @@ impl Engine {
     pub fn transcript_path(&self, entry: &Entry) -> Option<String> {
         let sid = entry::str_field(entry, "sessionId")?;
         match &self.mirror_dir {
-            Some(dir) => Some(dir.join(format!("{sid}.jsonl")).to_string_lossy().into_owned()),
+            Some(dir) => crate::mirror::file_for(dir, sid).map(|p| p.to_string_lossy().into_owned()),
             None => entry::str_field(entry, "sessionFile").map(str::to_owned),
         }
     }
@@ -139,8 +139,14 @@ impl Engine {
             let entry = entry::merge(existing.as_ref(), &Map::new(), now);
             let sid = entry::str_field(&entry, "sessionId").unwrap_or_default().to_owned();
             db.put_session(&key, &entry)?;
-            let n = db.append_messages(&sid, &rows)?;
-            Ok(json!({"sessionKey": key, "sessionId": sid, "appended": n}))
+            let first = db.append_messages(&sid, &rows)?;
+            if let Some(dir) = &self.mirror_dir {
+                // Inside the writer lock, so that the file's lines keep the rows' order. A failed
+                // mirror write never fails the append: SQLite is the source of truth.
+                let texts: Vec<String> = rows.iter().map(|(_, t)| t.clone()).collect();
+                let _ = crate::mirror::append(dir, &sid, first, &texts, now);
+            }
+            Ok(json!({"sessionKey": key, "sessionId": sid, "appended": rows.len()}))
         })
     }
 
@@ -437,6 +443,9 @@ impl Engine {
                     if let Some(sid) = entry::str_field(&e, "sessionId") {
                         if !db.session_id_in_use(sid)? {
                             db.delete_transcript(sid)?;
+                            if let Some(dir) = &self.mirror_dir {
+                                let _ = crate::mirror::archive(dir, sid, entry::now_ms());
+                            }
                         }
                     }
                 }
@@ -953,6 +962,33 @@ mod tests {
             e.upsert_session(&json!("x"), &json!({"spawnedBy": "a\u{0}b"})).unwrap_err().code(),
             ErrorCode::InvalidRequest
         );
+    }
+
+    #[test]
+    fn appended_messages_are_mirrored_to_jsonl_and_the_list_points_at_the_file() {
+        let dir = std::env::temp_dir().join(format!("st-engine-mirror-{}", uuid::Uuid::new_v4()));
+        let e = Engine::new(Store::open(":memory:").unwrap(), Config::default(), Some(dir.clone()));
+        e.append_messages(
+            &json!("main"),
+            &json!([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]),
+        )
+        .unwrap();
+        let entry = e.get_session(&json!("main")).unwrap().unwrap();
+        let path = e.transcript_path(&entry).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.lines().nth(2).unwrap().contains(r#""content":"b""#));
+        e.upsert_session(&json!("odd"), &json!({"sessionId": "../../escape"})).unwrap();
+        e.append_messages(&json!("odd"), &json!([{"role": "user", "content": "x"}])).unwrap();
+        let odd = e.get_session(&json!("odd")).unwrap().unwrap();
+        assert_eq!(e.transcript_path(&odd), None);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        e.upsert_session(&json!("discord:group:x"), &json!({})).unwrap();
+        e.append_messages(&json!("discord:group:x"), &json!([{"role": "user", "content": "x"}])).unwrap();
+        e.delete_session(&json!("discord:group:x"), &Value::Null).unwrap();
+        let names: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|d| d.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(names.iter().filter(|n| n.contains(".jsonl.deleted.")).count(), 1, "{names:?}");
     }
 
     #[test]

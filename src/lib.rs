@@ -2,7 +2,7 @@
 //!
 //! Read the modules top to bottom: `keys` (what a session key is), `config` (the typed gateway
 //! config), `policy` (who may reach what), `entry` (the session entry and its write rules),
-//! `store` (SQLite), `engine` (the gateway's session methods), `tools` (what a model calls),
+//! `store` (SQLite), `mirror` (the JSONL copy of transcripts), `engine` (the gateway's session methods), `tools` (what a model calls),
 //! and `napi` (the skin that makes it a Node module).
 
 #![deny(clippy::all)]
@@ -15,6 +15,7 @@ pub mod engine;
 pub mod entry;
 pub mod error;
 pub mod keys;
+pub mod mirror;
 pub mod orchestrate;
 pub mod params;
 pub mod policy;

@@ -24,8 +24,9 @@ pub struct HistoryPage {
 }
 
 impl Db<'_> {
-    /// Appends messages (role, JSON text) after the last one; returns how many were written.
-    pub fn append_messages(&self, session_id: &str, messages: &[(Option<String>, String)]) -> Result<usize> {
+    /// Appends messages (role, JSON text) after the last one; returns the sequence number the
+    /// first of them got.
+    pub fn append_messages(&self, session_id: &str, messages: &[(Option<String>, String)]) -> Result<i64> {
         let mut last = self
             .conn
             .prepare_cached("SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?1")
@@ -35,11 +36,12 @@ impl Db<'_> {
             .conn
             .prepare_cached("INSERT INTO messages (session_id, seq, role, message) VALUES (?1, ?2, ?3, ?4)")
             .map_err(sql)?;
+        let first = seq + 1;
         for (role, json) in messages {
             seq += 1;
             ins.execute(params![session_id, seq, role, json]).map_err(sql)?;
         }
-        Ok(messages.len())
+        Ok(first)
     }
 
     /// The last `limit` messages before `before` (a sequence number; `None` = the end), oldest
