@@ -260,6 +260,27 @@ mod tests {
     }
 
     #[test]
+    fn many_stores_opening_one_new_file_at_once_all_succeed() {
+        for _ in 0..10 {
+            let p = tmp("race.db");
+            let path = p.to_str().unwrap().to_owned();
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        Store::open(&path).map(|_| ()).map_err(|e| e.message().to_owned())
+                    })
+                })
+                .collect();
+            for h in handles {
+                assert_eq!(h.join().unwrap(), Ok(()));
+            }
+        }
+    }
+
+    #[test]
     fn a_store_from_a_newer_schema_is_refused() {
         let p = tmp("newer.db");
         drop(Store::open(p.to_str().unwrap()).unwrap());

@@ -87,10 +87,33 @@ fn refuse(path: &str, why: impl std::fmt::Display) -> Error {
     Error::store(format!("cannot open the store at {path}: {why}"))
 }
 
+/// Runs one step of opening, again while another connection holds a lock that SQLite does not
+/// wait for itself (switching to WAL needs an exclusive lock, and SQLite answers BUSY at once
+/// while another connection opening the same new file holds one): up to about 10 s.
+fn retry_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let mut waited = 0u64;
+    loop {
+        match step() {
+            Err(e)
+                if waited < 10_000
+                    && matches!(
+                        e.sqlite_error_code(),
+                        Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked)
+                    ) =>
+            {
+                let pause = (5 + waited / 10).min(100);
+                std::thread::sleep(std::time::Duration::from_millis(pause));
+                waited += pause;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Checks that the database is empty or ours, turns WAL on, and brings the schema up to date.
 pub fn prepare(conn: &Connection, path: &str) -> Result<()> {
     // Reading first: a file that is not a database fails here, before anything is written.
-    let (tables, app_id, version) = read_identity(conn).map_err(|e| refuse(path, e))?;
+    let (tables, app_id, version) = retry_busy(|| read_identity(conn)).map_err(|e| refuse(path, e))?;
     if tables > 0 && app_id != APPLICATION_ID {
         return Err(refuse(path, "it is a SQLite database with tables that are not a session-tools store"));
     }
@@ -101,7 +124,7 @@ pub fn prepare(conn: &Connection, path: &str) -> Result<()> {
         ));
     }
     if path != ":memory:" {
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| refuse(path, e))?;
+        retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL")).map_err(|e| refuse(path, e))?;
     }
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| refuse(path, e))?;
     migrate(conn, path)
@@ -116,7 +139,8 @@ fn read_identity(conn: &Connection) -> rusqlite::Result<(i64, i32, i64)> {
 
 fn migrate(conn: &Connection, path: &str) -> Result<()> {
     // IMMEDIATE: two processes opening a new file at once migrate it once.
-    let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(|e| refuse(path, e))?;
+    let tx = retry_busy(|| rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate))
+        .map_err(|e| refuse(path, e))?;
     let (tables, app_id, version) = read_identity(&tx).map_err(|e| refuse(path, e))?;
     if tables > 0 && app_id != APPLICATION_ID {
         return Err(refuse(path, "it is a SQLite database with tables that are not a session-tools store"));
