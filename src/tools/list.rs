@@ -38,15 +38,27 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
         read_number(args, "messageLimit").map(|v| v.floor().clamp(0.0, MAX_MESSAGE_LIMIT as f64) as u32).unwrap_or(0);
 
     let rows = engine.store().read(|db| {
-        // Cross-agent rows the a2a policy does not admit are left out (§3.1 step 6b).
-        let mut agents: Vec<String> = db.stored_agents()?;
-        agents.push(km.default_agent().to_owned());
-        agents.sort();
-        agents.dedup();
-        let allowed: Vec<String> = agents
-            .into_iter()
-            .filter(|a| a2a::check(&cfg.agent_to_agent, &requester.agent, a) == a2a::A2aDecision::Allowed)
-            .collect();
+        // Cross-agent rows the a2a policy does not admit are left out (§3.1 step 6b). The two
+        // common configurations need no look at the store: disabled admits the requester's own
+        // agent only; enabled with no allow list (or `*`) admits every agent.
+        let a2a_cfg = &cfg.agent_to_agent;
+        let open = a2a_cfg.enabled && a2a_cfg.allow.iter().all(|p| p.trim() == "*");
+        let allowed: Option<Vec<String>> = if !a2a_cfg.enabled {
+            Some(vec![requester.agent.clone()])
+        } else if open {
+            None
+        } else {
+            let mut agents: Vec<String> = db.stored_agents()?;
+            agents.push(km.default_agent().to_owned());
+            agents.sort();
+            agents.dedup();
+            Some(
+                agents
+                    .into_iter()
+                    .filter(|a| a2a::check(a2a_cfg, &requester.agent, a) == a2a::A2aDecision::Allowed)
+                    .collect(),
+            )
+        };
         let filter = ListFilter {
             include_global: !restricted && km.is_global_scope(),
             include_unknown: false,
@@ -54,7 +66,7 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
             active_since: active.map(|m| entry::now_ms().saturating_sub((m as i64).saturating_mul(60_000))),
             limit: Some(limit),
             kinds: kinds.clone(),
-            agents: Some(allowed),
+            agents: allowed,
             main_key: km.main_key().to_owned(),
             global_scope: km.is_global_scope(),
             default_agent: km.default_agent().to_owned(),
