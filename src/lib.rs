@@ -14,6 +14,7 @@ pub mod config;
 pub mod engine;
 pub mod entry;
 pub mod error;
+pub mod host;
 pub mod keys;
 pub mod mirror;
 pub mod orchestrate;

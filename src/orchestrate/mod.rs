@@ -5,5 +5,6 @@ pub mod announce_target;
 pub mod js;
 pub mod prompts;
 pub mod reply;
+pub mod runs;
 pub mod stats;
 pub mod thinking;

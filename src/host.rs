@@ -1,0 +1,266 @@
+//! What the engine needs from outside (API.md §2): run one model turn in a session, deliver a
+//! message to an external channel, hear about lifecycle events, and optionally steer a running
+//! turn. The napi skin implements [`Host`] with the JS callbacks; `cargo test` drives the
+//! orchestration with a fake host. Nothing here knows about napi.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Map, Value};
+
+/// A boxed future, as trait methods return them.
+pub type HostFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'static>>;
+
+/// Which kind of run this is (API.md §2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// `sessions_send`'s primary run, its reply steps and its announce step
+    Nested,
+    /// a sub-agent's own run
+    Subagent,
+    /// a sub-agent's announce run on its requester (delivered)
+    Announce,
+}
+
+impl Lane {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Nested => "nested",
+            Lane::Subagent => "subagent",
+            Lane::Announce => "announce",
+        }
+    }
+}
+
+/// One model run the engine asks the host for (`AgentRunRequest`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRunRequest {
+    pub run_id: String,
+    pub idempotency_key: String,
+    pub session_key: String,
+    pub session_id: String,
+    pub agent_id: String,
+    pub message: String,
+    pub extra_system_prompt: Option<String>,
+    pub lane: Lane,
+    pub deliver: bool,
+    pub channel: Option<String>,
+    pub to: Option<String>,
+    pub account_id: Option<String>,
+    pub thread_id: Option<String>,
+    pub model: Option<String>,
+    pub thinking: Option<String>,
+    pub label: Option<String>,
+    pub spawned_by: Option<String>,
+    pub timeout_ms: u64,
+    pub chain_id: String,
+}
+
+impl AgentRunRequest {
+    /// The request as the JS callback receives it (camelCase keys, absent fields left out).
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                m.insert(k.into(), v);
+            }
+        };
+        put("runId", Some(self.run_id.clone().into()));
+        put("idempotencyKey", Some(self.idempotency_key.clone().into()));
+        put("sessionKey", Some(self.session_key.clone().into()));
+        put("sessionId", Some(self.session_id.clone().into()));
+        put("agentId", Some(self.agent_id.clone().into()));
+        put("message", Some(self.message.clone().into()));
+        put("extraSystemPrompt", self.extra_system_prompt.clone().map(Value::from));
+        put("lane", Some(self.lane.as_str().into()));
+        put("deliver", Some(self.deliver.into()));
+        put("channel", self.channel.clone().map(Value::from));
+        put("to", self.to.clone().map(Value::from));
+        put("accountId", self.account_id.clone().map(Value::from));
+        put("threadId", self.thread_id.clone().map(Value::from));
+        put("model", self.model.clone().map(Value::from));
+        put("thinking", self.thinking.clone().map(Value::from));
+        put("label", self.label.clone().map(Value::from));
+        put("spawnedBy", self.spawned_by.clone().map(Value::from));
+        put("timeoutMs", Some(self.timeout_ms.into()));
+        put("chainId", Some(self.chain_id.clone().into()));
+        Value::Object(m)
+    }
+}
+
+/// Token usage a run reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Usage {
+    pub input: Option<f64>,
+    pub output: Option<f64>,
+    pub total: Option<f64>,
+}
+
+/// What a run produced (`AgentRunResult`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentRunResult {
+    /// appended to the transcript in order
+    pub messages: Vec<Value>,
+    pub usage: Option<Usage>,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+}
+
+impl AgentRunResult {
+    /// Reads what the host callback returned: an object with `messages` (objects with a string
+    /// `role`) or a `reply` string, optional `usage`, `model`, `provider`. A bare `reply` becomes
+    /// one assistant text message. Anything else is an error naming what is wrong.
+    pub fn from_json(v: &Value, now_ms: i64) -> Result<AgentRunResult, String> {
+        let o = v.as_object().ok_or_else(|| "runAgent must resolve to an object".to_owned())?;
+        let mut messages = Vec::new();
+        match o.get("messages") {
+            None | Some(Value::Null) => {
+                if let Some(reply) = o.get("reply").filter(|r| !r.is_null()) {
+                    let text = reply.as_str().ok_or_else(|| "runAgent result: reply must be a string".to_owned())?;
+                    messages.push(serde_json::json!({
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": text}],
+                        "timestamp": now_ms,
+                    }));
+                }
+            }
+            Some(Value::Array(list)) => {
+                for (i, m) in list.iter().enumerate() {
+                    if !m.is_object() || m.get("role").and_then(Value::as_str).is_none() {
+                        return Err(format!("runAgent result: messages[{i}] must be an object with a string role"));
+                    }
+                    messages.push(m.clone());
+                }
+            }
+            Some(_) => return Err("runAgent result: messages must be an array".to_owned()),
+        }
+        let num =
+            |u: &Map<String, Value>, k: &str| u.get(k).and_then(Value::as_f64).filter(|f| f.is_finite() && *f >= 0.0);
+        let usage = match o.get("usage") {
+            Some(Value::Object(u)) => {
+                Some(Usage { input: num(u, "input"), output: num(u, "output"), total: num(u, "total") })
+            }
+            None | Some(Value::Null) => None,
+            Some(_) => return Err("runAgent result: usage must be an object".to_owned()),
+        };
+        let text = |k: &str| -> Result<Option<String>, String> {
+            match o.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(format!("runAgent result: {k} must be a string")),
+            }
+        };
+        Ok(AgentRunResult { messages, usage, model: text("model")?, provider: text("provider")? })
+    }
+}
+
+/// A lifecycle event (API.md §2.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub kind: &'static str,
+    pub at: i64,
+    pub run_id: Option<String>,
+    pub session_key: Option<String>,
+    pub details: Map<String, Value>,
+}
+
+impl Event {
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("type".into(), self.kind.into());
+        m.insert("at".into(), self.at.into());
+        if let Some(r) = &self.run_id {
+            m.insert("runId".into(), r.clone().into());
+        }
+        if let Some(k) = &self.session_key {
+            m.insert("sessionKey".into(), k.clone().into());
+        }
+        for (k, v) in &self.details {
+            m.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+/// The host: what the engine calls out to. Every method must be safe to call from any thread;
+/// a failing call is an `Err` with the failure's message, never a panic.
+pub trait Host: Send + Sync + 'static {
+    /// Runs one model turn; the `Err` text becomes the run's error.
+    fn run_agent(&self, req: AgentRunRequest) -> HostFuture<Value>;
+    /// Whether a `runAgent` callback is configured at all.
+    fn can_run(&self) -> bool;
+    /// Lifecycle events; failures are ignored.
+    fn emit(&self, event: Event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_bare_reply_becomes_one_assistant_text_message() {
+        let r =
+            AgentRunResult::from_json(&json!({"reply": "pong", "usage": {"input": 3, "output": 4}, "model": "m"}), 7)
+                .unwrap();
+        assert_eq!(
+            r.messages,
+            vec![json!({"role": "assistant", "content": [{"type": "text", "text": "pong"}], "timestamp": 7})]
+        );
+        assert_eq!(r.usage, Some(Usage { input: Some(3.0), output: Some(4.0), total: None }));
+        assert_eq!(r.model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn messages_win_over_reply_and_must_carry_a_role() {
+        let r =
+            AgentRunResult::from_json(&json!({"messages": [{"role": "assistant", "content": []}], "reply": "x"}), 0)
+                .unwrap();
+        assert_eq!(r.messages.len(), 1);
+        assert!(AgentRunResult::from_json(&json!({"messages": [{"content": "no role"}]}), 0)
+            .unwrap_err()
+            .contains("messages[0]"));
+        assert!(AgentRunResult::from_json(&json!({"messages": "x"}), 0).is_err());
+    }
+
+    #[test]
+    fn a_result_that_is_not_an_object_is_an_error() {
+        for v in [json!(null), json!(5), json!("text"), json!([1])] {
+            assert_eq!(AgentRunResult::from_json(&v, 0).unwrap_err(), "runAgent must resolve to an object");
+        }
+        assert!(AgentRunResult::from_json(&json!({"reply": 5}), 0).is_err());
+        assert!(AgentRunResult::from_json(&json!({"usage": 5}), 0).is_err());
+        assert!(AgentRunResult::from_json(&json!({"model": 5}), 0).is_err());
+    }
+
+    #[test]
+    fn requests_serialise_with_camel_case_keys_and_no_absent_fields() {
+        let req = AgentRunRequest {
+            run_id: "r".into(),
+            idempotency_key: "i".into(),
+            session_key: "agent:main:main".into(),
+            session_id: "s".into(),
+            agent_id: "main".into(),
+            message: "hi".into(),
+            extra_system_prompt: None,
+            lane: Lane::Nested,
+            deliver: false,
+            channel: Some("webchat".into()),
+            to: None,
+            account_id: None,
+            thread_id: None,
+            model: None,
+            thinking: None,
+            label: None,
+            spawned_by: None,
+            timeout_ms: 30_000,
+            chain_id: "c".into(),
+        };
+        let v = req.to_json();
+        assert_eq!(v["lane"], "nested");
+        assert_eq!(v["timeoutMs"], 30_000);
+        assert!(v.get("extraSystemPrompt").is_none());
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(&keys[..3], ["runId", "idempotencyKey", "sessionKey"]);
+    }
+}

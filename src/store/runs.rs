@@ -1,0 +1,80 @@
+//! Run records: one row per model run the engine starts, so that `waitRun` answers for runs of
+//! an earlier process too, and a restart can tell which runs were in flight.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{sql, Db};
+use crate::error::Result;
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub session_key: String,
+    pub lane: String,
+    pub chain_id: Option<String>,
+    /// running | ok | error | timeout
+    pub status: String,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+    pub error: Option<String>,
+}
+
+impl Db<'_> {
+    /// Records a run as running.
+    pub fn insert_run(&self, r: &RunRecord, owner: &str) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO runs (run_id, session_key, lane, chain_id, status, started_at, ended_at, error, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .map_err(sql)?;
+        st.execute(params![
+            r.run_id,
+            r.session_key,
+            r.lane,
+            r.chain_id,
+            r.status,
+            r.started_at,
+            r.ended_at,
+            r.error,
+            owner
+        ])
+        .map_err(sql)?;
+        Ok(())
+    }
+
+    /// Records how a run ended.
+    pub fn finish_run(&self, run_id: &str, status: &str, ended_at: i64, error: Option<&str>) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached("UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1")
+            .map_err(sql)?;
+        st.execute(params![run_id, status, ended_at, error]).map_err(sql)?;
+        Ok(())
+    }
+
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRecord>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, session_key, lane, chain_id, status, started_at, ended_at, error FROM runs WHERE run_id = ?1",
+            )
+            .map_err(sql)?;
+        st.query_row([run_id], |r| {
+            Ok(RunRecord {
+                run_id: r.get(0)?,
+                session_key: r.get(1)?,
+                lane: r.get(2)?,
+                chain_id: r.get(3)?,
+                status: r.get(4)?,
+                started_at: r.get(5)?,
+                ended_at: r.get(6)?,
+                error: r.get(7)?,
+            })
+        })
+        .optional()
+        .map_err(sql)
+    }
+}
