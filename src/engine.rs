@@ -170,6 +170,27 @@ impl Engine {
         })
     }
 
+    /// `chatHistory` as the JS API answers it: `{sessionKey, sessionId?, messages, nextBefore?}`.
+    pub fn chat_history_json(&self, key: &Value, opts: &Value) -> Result<Value> {
+        let (key, sid, page) = self.chat_history(key, opts)?;
+        let mut out = Map::new();
+        out.insert("sessionKey".into(), Value::from(key));
+        if let Some(sid) = sid {
+            out.insert("sessionId".into(), Value::from(sid));
+        }
+        let mut msgs = Vec::with_capacity(page.messages.len());
+        for m in page.messages {
+            let v = serde_json::from_str::<Value>(&m.json)
+                .map_err(|e| Error::store(format!("a stored message is not valid JSON: {e}")))?;
+            msgs.push(v);
+        }
+        out.insert("messages".into(), Value::Array(msgs));
+        if let Some(b) = page.next_before {
+            out.insert("nextBefore".into(), Value::from(b));
+        }
+        Ok(Value::Object(out))
+    }
+
     // ---- sessions.* ---------------------------------------------------------------------
 
     /// `sessions.list` (§2.7): the pipeline in SQL, rows for the kept sessions only.

@@ -292,26 +292,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run2(env, key, "key", options, "options", move |e: &Engine, k: &Value, o: &Value| {
-            let (key, sid, page) = e.chat_history(k, o)?;
-            let mut out = serde_json::Map::new();
-            out.insert("sessionKey".into(), Value::from(key));
-            if let Some(sid) = sid {
-                out.insert("sessionId".into(), Value::from(sid));
-            }
-            let mut msgs = Vec::with_capacity(page.messages.len());
-            for m in page.messages {
-                msgs.push(
-                    serde_json::from_str::<Value>(&m.json)
-                        .map_err(|e| CoreError::store(format!("a stored message is not valid JSON: {e}")))?,
-                );
-            }
-            out.insert("messages".into(), Value::Array(msgs));
-            if let Some(b) = page.next_before {
-                out.insert("nextBefore".into(), Value::from(b));
-            }
-            Ok(Value::Object(out))
-        })
+        self.run2(env, key, "key", options, "options", |e, k, o| e.chat_history_json(k, o))
     }
 
     #[napi(
@@ -431,7 +412,7 @@ impl SessionTools {
                 let job = to_json(env, args, "args").map(|a| -> Job {
                     let name = name.clone();
                     let ctx_json = ctx_json.clone();
-                    Box::new(move |e: &Engine| run_tool(e, &name, &a, &ctx_json, true))
+                    Box::new(move |e: &Engine| tools::run(e, &name, &a, &ctx_json, true))
                 });
                 let promise = spawn(env, Some(engine.clone()), job)?;
                 Ok(Raw(promise.raw()))
@@ -486,22 +467,5 @@ fn tool_job(
     let params = to_json(env, params, "params").unwrap_or(Value::Null);
     let ctx = to_json(env, ctx, "ctx")?;
     let name = name.to_owned();
-    Ok(Box::new(move |e: &Engine| run_tool(e, &name, &params, &ctx, wrap)))
-}
-
-fn run_tool(engine: &Engine, name: &str, params: &Value, ctx: &Value, wrap: bool) -> CoreResult<Value> {
-    let ctx = ToolContext::from_json(ctx)?;
-    let details = match name {
-        "sessions_list" => tools::list::run(engine, params, &ctx),
-        "sessions_history" => tools::history::run(engine, params, &ctx),
-        "agents_list" => tools::agents::run(&engine.config(), &ctx),
-        other => return Err(CoreError::invalid_request(format!("unknown tool: {other}"))),
-    };
-    let details = match details {
-        Ok(d) => d,
-        // The store's own failures reject; anything else a tool throws is a payload.
-        Err(e) if matches!(e.code(), ErrorCode::Closed | ErrorCode::StoreError) => return Err(e),
-        Err(e) => tools::thrown(name, e.message()),
-    };
-    Ok(if wrap { tools::envelope(details) } else { details })
+    Ok(Box::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap)))
 }

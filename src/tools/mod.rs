@@ -184,6 +184,27 @@ pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
     ]
 }
 
+/// Runs a tool by name for a caller whose context arrives as JSON; `wrap` gives the
+/// `{content, details}` envelope. The store's own failures (`CLOSED`, `STORE_ERROR`) are errors;
+/// anything else a tool refuses or throws is a payload.
+pub fn run(engine: &crate::engine::Engine, name: &str, params: &Value, ctx: &Value, wrap: bool) -> Result<Value> {
+    let ctx = ToolContext::from_json(ctx)?;
+    let details = match name {
+        "sessions_list" => list::run(engine, params, &ctx),
+        "sessions_history" => history::run(engine, params, &ctx),
+        "agents_list" => agents::run(&engine.config(), &ctx),
+        other => return Err(Error::invalid_request(format!("unknown tool: {}", crate::error::clip(other)))),
+    };
+    let details = match details {
+        Ok(d) => d,
+        Err(e) if matches!(e.code(), crate::error::ErrorCode::Closed | crate::error::ErrorCode::StoreError) => {
+            return Err(e)
+        }
+        Err(e) => thrown(name, e.message()),
+    };
+    Ok(if wrap { envelope(details) } else { details })
+}
+
 /// The tool result envelope: `{content: [{type: "text", text}], details}`.
 pub fn envelope(details: Value) -> Value {
     let text = serde_json::to_string_pretty(&details).unwrap_or_default();
