@@ -32,15 +32,9 @@ impl Lane {
     }
 }
 
-/// One model run the engine asks the host for (`AgentRunRequest`).
+/// How a run is to be made: everything about it but which run and which session it is.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AgentRunRequest {
-    pub run_id: String,
-    pub idempotency_key: String,
-    pub session_key: String,
-    pub session_id: String,
-    pub agent_id: String,
-    pub message: String,
+pub struct RunOptions {
     pub extra_system_prompt: Option<String>,
     pub lane: Lane,
     pub deliver: bool,
@@ -56,9 +50,43 @@ pub struct AgentRunRequest {
     pub chain_id: String,
 }
 
+impl RunOptions {
+    /// A run in `lane` with its timeout and chain, nothing else set.
+    pub fn new(lane: Lane, timeout_ms: u64, chain_id: impl Into<String>) -> RunOptions {
+        RunOptions {
+            extra_system_prompt: None,
+            lane,
+            deliver: false,
+            channel: None,
+            to: None,
+            account_id: None,
+            thread_id: None,
+            model: None,
+            thinking: None,
+            label: None,
+            spawned_by: None,
+            timeout_ms,
+            chain_id: chain_id.into(),
+        }
+    }
+}
+
+/// One model run the engine asks the host for (`AgentRunRequest`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRunRequest {
+    pub run_id: String,
+    pub idempotency_key: String,
+    pub session_key: String,
+    pub session_id: String,
+    pub agent_id: String,
+    pub message: String,
+    pub options: RunOptions,
+}
+
 impl AgentRunRequest {
     /// The request as the JS callback receives it (camelCase keys, absent fields left out).
     pub fn to_json(&self) -> Value {
+        let o = &self.options;
         let mut m = Map::new();
         let mut put = |k: &str, v: Option<Value>| {
             if let Some(v) = v {
@@ -71,19 +99,19 @@ impl AgentRunRequest {
         put("sessionId", Some(self.session_id.clone().into()));
         put("agentId", Some(self.agent_id.clone().into()));
         put("message", Some(self.message.clone().into()));
-        put("extraSystemPrompt", self.extra_system_prompt.clone().map(Value::from));
-        put("lane", Some(self.lane.as_str().into()));
-        put("deliver", Some(self.deliver.into()));
-        put("channel", self.channel.clone().map(Value::from));
-        put("to", self.to.clone().map(Value::from));
-        put("accountId", self.account_id.clone().map(Value::from));
-        put("threadId", self.thread_id.clone().map(Value::from));
-        put("model", self.model.clone().map(Value::from));
-        put("thinking", self.thinking.clone().map(Value::from));
-        put("label", self.label.clone().map(Value::from));
-        put("spawnedBy", self.spawned_by.clone().map(Value::from));
-        put("timeoutMs", Some(self.timeout_ms.into()));
-        put("chainId", Some(self.chain_id.clone().into()));
+        put("extraSystemPrompt", o.extra_system_prompt.clone().map(Value::from));
+        put("lane", Some(o.lane.as_str().into()));
+        put("deliver", Some(o.deliver.into()));
+        put("channel", o.channel.clone().map(Value::from));
+        put("to", o.to.clone().map(Value::from));
+        put("accountId", o.account_id.clone().map(Value::from));
+        put("threadId", o.thread_id.clone().map(Value::from));
+        put("model", o.model.clone().map(Value::from));
+        put("thinking", o.thinking.clone().map(Value::from));
+        put("label", o.label.clone().map(Value::from));
+        put("spawnedBy", o.spawned_by.clone().map(Value::from));
+        put("timeoutMs", Some(o.timeout_ms.into()));
+        put("chainId", Some(o.chain_id.clone().into()));
         Value::Object(m)
     }
 }
@@ -242,19 +270,7 @@ mod tests {
             session_id: "s".into(),
             agent_id: "main".into(),
             message: "hi".into(),
-            extra_system_prompt: None,
-            lane: Lane::Nested,
-            deliver: false,
-            channel: Some("webchat".into()),
-            to: None,
-            account_id: None,
-            thread_id: None,
-            model: None,
-            thinking: None,
-            label: None,
-            spawned_by: None,
-            timeout_ms: 30_000,
-            chain_id: "c".into(),
+            options: RunOptions { channel: Some("webchat".into()), ..RunOptions::new(Lane::Nested, 30_000, "c") },
         };
         let v = req.to_json();
         assert_eq!(v["lane"], "nested");

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::{Error, Result};
-use crate::host::{AgentRunRequest, AgentRunResult, Event, Host, Lane};
+use crate::host::{AgentRunRequest, AgentRunResult, Event, Host, RunOptions};
 use crate::store::runs::RunRecord;
 
 /// How a run stands.
@@ -86,25 +86,14 @@ pub struct Provenance {
     pub source_session_key: Option<String>,
 }
 
-/// A run to start: the request minus what the registry fills in (run id, session id, agent).
+/// A run to start: the session, the incoming message and how to run it; the registry fills in
+/// the run id, the session id and the agent.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     pub session_key: String,
     pub message: String,
     pub provenance: Provenance,
-    pub extra_system_prompt: Option<String>,
-    pub lane: Lane,
-    pub deliver: bool,
-    pub channel: Option<String>,
-    pub to: Option<String>,
-    pub account_id: Option<String>,
-    pub thread_id: Option<String>,
-    pub model: Option<String>,
-    pub thinking: Option<String>,
-    pub label: Option<String>,
-    pub spawned_by: Option<String>,
-    pub timeout_ms: u64,
-    pub chain_id: String,
+    pub options: RunOptions,
 }
 
 /// The queue of one session: tickets handed out in arrival order, served one at a time.
@@ -157,8 +146,8 @@ impl Runs {
         let record = RunRecord {
             run_id: run_id.clone(),
             session_key: spec.session_key.clone(),
-            lane: spec.lane.as_str().to_owned(),
-            chain_id: Some(spec.chain_id.clone()),
+            lane: spec.options.lane.as_str().to_owned(),
+            chain_id: Some(spec.options.chain_id.clone()),
             status: RunStatus::Running.as_str().to_owned(),
             started_at: Some(started),
             ended_at: None,
@@ -201,7 +190,7 @@ impl Runs {
     }
 
     async fn execute(&self, engine: &Arc<Engine>, host: &dyn Host, run_id: &str, spec: RunSpec) -> Result<(), String> {
-        host.emit(event("run.start", run_id, &spec.session_key, json!({"lane": spec.lane.as_str()})));
+        host.emit(event("run.start", run_id, &spec.session_key, json!({"lane": spec.options.lane.as_str()})));
         let e = engine.clone();
         let (key, message, prov, rid) =
             (spec.session_key.clone(), spec.message.clone(), spec.provenance.clone(), run_id.to_owned());
@@ -225,19 +214,7 @@ impl Runs {
             session_id,
             agent_id,
             message: spec.message,
-            extra_system_prompt: spec.extra_system_prompt,
-            lane: spec.lane,
-            deliver: spec.deliver,
-            channel: spec.channel,
-            to: spec.to,
-            account_id: spec.account_id,
-            thread_id: spec.thread_id,
-            model: spec.model,
-            thinking: spec.thinking,
-            label: spec.label,
-            spawned_by: spec.spawned_by,
-            timeout_ms: spec.timeout_ms,
-            chain_id: spec.chain_id,
+            options: spec.options,
         };
         if !host.can_run() {
             return Err("no runAgent callback is configured".to_owned());
@@ -413,19 +390,10 @@ mod tests {
             session_key: key.into(),
             message: message.into(),
             provenance: Provenance { kind: "inter_session", source_session_key: Some("agent:main:req".into()) },
-            extra_system_prompt: None,
-            lane: Lane::Nested,
-            deliver: false,
-            channel: Some("webchat".into()),
-            to: None,
-            account_id: None,
-            thread_id: None,
-            model: None,
-            thinking: None,
-            label: None,
-            spawned_by: None,
-            timeout_ms: 30_000,
-            chain_id: "chain-1".into(),
+            options: RunOptions {
+                channel: Some("webchat".into()),
+                ..RunOptions::new(crate::host::Lane::Nested, 30_000, "chain-1")
+            },
         }
     }
 
