@@ -35,7 +35,7 @@ fn spawn<'env>(
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
     env.spawn_future_with_callback(
         async move {
-            let out = tokio::task::spawn_blocking(move || -> CoreResult<String> {
+            let work = move || -> CoreResult<String> {
                 let job = job?;
                 let engine = engine.ok_or_else(CoreError::closed)?;
                 if engine.store().is_closed() {
@@ -43,8 +43,10 @@ fn spawn<'env>(
                 }
                 let v = job(&engine)?;
                 serde_json::to_string(&v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
-            })
-            .await;
+            };
+            // The job is short SQL: run it on this worker (tokio moves its other tasks away while
+            // it blocks) rather than handing it to a blocking thread and back. A panic is caught.
+            let out = tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
             Ok(out.unwrap_or_else(|_| {
                 Err(CoreError::new(
                     ErrorCode::StoreError,
