@@ -5,6 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{read_number, read_string_list, Requester, ToolContext};
+use crate::config::Config;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::Result;
@@ -92,13 +93,13 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
         }
         Ok(out)
     })?;
-    let sessions: Vec<Value> = rows.into_iter().map(|(r, messages)| row(engine, &r, &requester, messages)).collect();
+    let sessions: Vec<Value> =
+        rows.into_iter().map(|(r, messages)| row(engine, &cfg, &r, &requester, messages)).collect();
     Ok(json!({"count": sessions.len(), "sessions": sessions}))
 }
 
 /// One output row (§3.1), keys in the reference's order; only values of the expected JSON type.
-fn row(engine: &Engine, r: &ListedRow, requester: &Requester, messages: Option<Vec<Value>>) -> Value {
-    let cfg = engine.config();
+fn row(engine: &Engine, cfg: &Config, r: &ListedRow, requester: &Requester, messages: Option<Vec<Value>>) -> Value {
     let km = cfg.key_model();
     let e = &r.entry;
     let group = matches!(entry::str_field(e, "chatType").map(str::trim), Some("group") | Some("channel"));
