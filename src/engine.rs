@@ -826,7 +826,7 @@ pub fn message_text(json: &str) -> Option<String> {
         }),
         _ => None,
     }?;
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let collapsed = crate::js::collapse_whitespace(&text);
     (!collapsed.is_empty()).then_some(collapsed)
 }
 

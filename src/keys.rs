@@ -6,6 +6,7 @@
 //! it never touches the store or the config object (it is handed a [`KeyModel`]).
 
 use crate::error::{Error, Result};
+pub use crate::js::js_trim;
 
 pub const DEFAULT_AGENT_ID: &str = "main";
 /// The main key when `session.mainKey` is unset, and the literal every caller may use for "my
@@ -15,17 +16,6 @@ pub const DEFAULT_MAIN_KEY: &str = "main";
 pub const MAX_KEY_LEN: usize = 512;
 /// Longest agent id `normalize_agent_id` produces (in chars; ids are ASCII, so also in bytes).
 const MAX_AGENT_ID_LEN: usize = 64;
-
-/// JavaScript's `String.prototype.trim`: Unicode white space and line terminators, plus U+FEFF,
-/// but not U+0085 (which Rust's `trim` would remove). Used wherever the reference trims, so that
-/// what counts as blank matches the gateway.
-pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(is_js_space)
-}
-
-fn is_js_space(c: char) -> bool {
-    (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}'
-}
 
 fn is_id_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-'

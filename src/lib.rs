@@ -15,6 +15,7 @@ pub mod engine;
 pub mod entry;
 pub mod error;
 pub mod host;
+pub mod js;
 pub mod keys;
 pub mod mirror;
 pub mod orchestrate;

@@ -4,7 +4,7 @@
 //! channel plugins' own normalizers and the session-lookup fallback belong to the flow, which
 //! calls this first. Pure string parsing: never touches the store or the host.
 
-use super::js::js_trim;
+use crate::js::js_trim;
 
 /// A key-derived delivery route. `thread_id` is the `:topic:<x>` / `:thread:<x>` suffix of the
 /// key (digits or not), passed on to delivery.

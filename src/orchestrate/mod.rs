@@ -2,7 +2,6 @@
 //! the pure building blocks (texts, parsing, formatting); the flows that use them come next.
 
 pub mod announce_target;
-pub mod js;
 pub mod prompts;
 pub mod reply;
 pub mod runs;

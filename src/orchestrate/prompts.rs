@@ -7,7 +7,7 @@
 //! (DECISIONS.md, "Texts that are ours"). Optional values that are absent or empty drop their
 //! line, as the reference's truthiness checks do. Pure string building.
 
-use super::js::{collapse_whitespace, js_trim};
+use crate::js::{collapse_whitespace, js_trim};
 
 /// A speaker answering this (trimmed) ends the reply-back loop.
 pub const REPLY_SKIP: &str = "REPLY_SKIP";

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::js::{is_js_space, js_trim};
+use crate::js::{is_js_space, js_trim};
 
 /// `extractAssistantText` of the last non-`toolResult` message: it must be an assistant message
 /// with array content; the sanitized non-blank `text` blocks are concatenated (no separator),
@@ -405,7 +405,7 @@ pub fn collapse_duplicate_blocks(text: &str) -> String {
     let mut kept: Vec<&str> = Vec::with_capacity(blocks.len());
     let mut last_normalized: Option<String> = None;
     for block in &blocks {
-        let normalized = super::js::collapse_whitespace(block);
+        let normalized = crate::js::collapse_whitespace(block);
         if last_normalized.as_deref().is_some_and(|l| !l.is_empty() && l == normalized) {
             continue;
         }

@@ -4,7 +4,7 @@
 //! Pure formatting: reading the child's entry (and retrying until usage shows up) is the
 //! caller's job; this module never touches the store.
 
-use super::js::{js_integer_string, js_round, to_fixed};
+use crate::js::{js_integer_string, js_round, to_fixed};
 
 /// What the stats line is built from; every field but the session key may be unknown.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -3,7 +3,7 @@
 //! models with extra-high reasoning), and the error text listing the valid ones for a model.
 //! Pure: the caller resolves the model and makes no RPC when this rejects a value.
 
-use super::js::js_trim;
+use crate::js::js_trim;
 
 /// A normalized thinking level, as passed on to the `agent` call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

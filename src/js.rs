@@ -1,9 +1,13 @@
-//! JavaScript-compatible primitives the orchestration texts depend on: what `\s` matches, and how
-//! `Math.round` and `Number.prototype.toFixed` turn a number into text. The reference builds its
-//! stats and prompts with these, so matching them byte for byte keeps our texts identical.
+//! JavaScript-compatible text and number primitives, used by keys, policies and the
+//! orchestration texts: what `\s` and `trim` match, and how `Math.round` and
+//! `Number.prototype.toFixed` turn a number into text. The reference works with these, so
+//! matching them keeps our keys, titles and texts identical to its own.
 //! Pure functions over `&str`/`f64`; nothing here knows about sessions.
 
-pub use crate::keys::js_trim;
+/// `String.prototype.trim`: the ends lose what JavaScript counts as white space.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_space)
+}
 
 /// A character JavaScript's `\s` (and `trim`) treats as white space: Unicode `White_Space`
 /// without U+0085, plus U+FEFF.
