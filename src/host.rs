@@ -219,6 +219,129 @@ pub trait Host: Send + Sync + 'static {
     fn can_run(&self) -> bool;
     /// Lifecycle events; failures are ignored.
     fn emit(&self, event: Event);
+    /// Posts a message to an external channel (API.md §2.2): `{channel, to, accountId?,
+    /// threadId?, message, idempotencyKey, sessionKey, kind}`. `Err` is a failed attempt.
+    fn deliver(&self, _msg: Value) -> HostFuture<()> {
+        Box::pin(async { Err("no deliver callback is configured".to_owned()) })
+    }
+    /// Whether a `deliver` callback is configured at all.
+    fn can_deliver(&self) -> bool {
+        false
+    }
+    /// Injects `text` into the active run of `session_key` (API.md §2.4): `Ok(true)` when the
+    /// host did; `Ok(false)` (or no callback) means the caller queues instead.
+    fn steer(&self, _session_key: String, _text: String) -> HostFuture<bool> {
+        Box::pin(async { Ok(false) })
+    }
+    /// Whether a `steer` callback is configured at all.
+    fn can_steer(&self) -> bool {
+        false
+    }
+}
+
+/// A scriptable host for `cargo test`: the orchestration runs against it as against the JS
+/// callbacks. Every request, delivery, steer and event is recorded.
+#[cfg(test)]
+pub mod testing {
+    use super::*;
+    use std::sync::Mutex;
+
+    type RunFn = Box<dyn Fn(AgentRunRequest) -> HostFuture<Value> + Send + Sync>;
+    type DeliverFn = Box<dyn Fn(Value) -> HostFuture<()> + Send + Sync>;
+    type SteerFn = Box<dyn Fn(String, String) -> HostFuture<bool> + Send + Sync>;
+
+    pub struct FakeHost {
+        run: RunFn,
+        deliver: Option<DeliverFn>,
+        steer: Option<SteerFn>,
+        pub requests: Mutex<Vec<AgentRunRequest>>,
+        pub deliveries: Mutex<Vec<Value>>,
+        pub steers: Mutex<Vec<(String, String)>>,
+        pub events: Mutex<Vec<Event>>,
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    impl FakeHost {
+        /// A host whose `runAgent` is `run`; no deliver, no steer.
+        pub fn new(run: impl Fn(AgentRunRequest) -> HostFuture<Value> + Send + Sync + 'static) -> FakeHost {
+            FakeHost {
+                run: Box::new(run),
+                deliver: None,
+                steer: None,
+                requests: Mutex::default(),
+                deliveries: Mutex::default(),
+                steers: Mutex::default(),
+                events: Mutex::default(),
+            }
+        }
+        /// A host that answers every run at once with `reply`.
+        pub fn replying(reply: &str) -> FakeHost {
+            let reply = reply.to_owned();
+            FakeHost::new(move |_| {
+                let r = reply.clone();
+                Box::pin(async move { Ok(serde_json::json!({ "reply": r })) })
+            })
+        }
+        pub fn with_deliver(mut self, f: impl Fn(Value) -> HostFuture<()> + Send + Sync + 'static) -> FakeHost {
+            self.deliver = Some(Box::new(f));
+            self
+        }
+        pub fn with_steer(
+            mut self,
+            f: impl Fn(String, String) -> HostFuture<bool> + Send + Sync + 'static,
+        ) -> FakeHost {
+            self.steer = Some(Box::new(f));
+            self
+        }
+        pub fn requests(&self) -> Vec<AgentRunRequest> {
+            lock(&self.requests).clone()
+        }
+        pub fn deliveries(&self) -> Vec<Value> {
+            lock(&self.deliveries).clone()
+        }
+        pub fn events(&self) -> Vec<Event> {
+            lock(&self.events).clone()
+        }
+        pub fn event_kinds(&self) -> Vec<&'static str> {
+            lock(&self.events).iter().map(|e| e.kind).collect()
+        }
+    }
+
+    impl Host for FakeHost {
+        fn run_agent(&self, req: AgentRunRequest) -> HostFuture<Value> {
+            lock(&self.requests).push(req.clone());
+            (self.run)(req)
+        }
+        fn can_run(&self) -> bool {
+            true
+        }
+        fn emit(&self, event: Event) {
+            lock(&self.events).push(event);
+        }
+        fn deliver(&self, msg: Value) -> HostFuture<()> {
+            lock(&self.deliveries).push(msg.clone());
+            match &self.deliver {
+                Some(f) => f(msg),
+                None => Box::pin(async { Ok(()) }),
+            }
+        }
+        fn can_deliver(&self) -> bool {
+            true
+        }
+        fn steer(&self, session_key: String, text: String) -> HostFuture<bool> {
+            lock(&self.steers).push((session_key.clone(), text.clone()));
+            match &self.steer {
+                Some(f) => f(session_key, text),
+                None => Box::pin(async { Ok(false) }),
+            }
+        }
+        fn can_steer(&self) -> bool {
+            self.steer.is_some()
+        }
+    }
 }
 
 #[cfg(test)]

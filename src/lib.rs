@@ -19,6 +19,7 @@ pub mod js;
 pub mod keys;
 pub mod mirror;
 pub mod orchestrate;
+pub mod owner;
 pub mod params;
 pub mod policy;
 pub mod store;

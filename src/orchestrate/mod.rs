@@ -1,9 +1,215 @@
-//! Orchestration: the sessions_send reply-back/announce flow and sub-agents. This release holds
-//! the pure building blocks (texts, parsing, formatting); the flows that use them come next.
+//! Orchestration: model runs through the host, `sessions_send` with its reply-back loop and
+//! announce step, `sessions_spawn` with durable sub-agents, and the outbox that delivers every
+//! announce. The [`Orchestrator`] is one open store's conductor: it owns the run registry, the
+//! outbox worker and the sub-agent registry, and is what the napi skin calls for the async
+//! tools, `waitRun`, `listSubagentRuns` and `close`.
 
 pub mod announce_target;
+pub mod outbox;
 pub mod prompts;
 pub mod reply;
 pub mod runs;
+pub mod send;
+pub mod spawn;
 pub mod stats;
+pub mod subagents;
 pub mod thinking;
+
+use std::sync::{Arc, Weak};
+
+use serde_json::{json, Value};
+
+use crate::engine::Engine;
+use crate::entry;
+use crate::error::{Error, ErrorCode, Result};
+use crate::host::{Event, Host};
+use crate::tools::{self, ToolContext};
+use outbox::{Attempt, AttemptFuture, Dispatcher, Outbox, OutboxRow};
+use runs::Runs;
+
+/// The outbox kind of an agent-to-agent announce (a `deliver` call).
+pub const A2A_ANNOUNCE: &str = "a2a_announce";
+/// The outbox kind of a sub-agent announce (a run on the requester with `deliver: true`).
+pub const SUBAGENT_ANNOUNCE: &str = "subagent_announce";
+
+pub struct Orchestrator {
+    engine: Arc<Engine>,
+    host: Arc<dyn Host>,
+    runs: Arc<Runs>,
+    outbox: Arc<Outbox>,
+    subagents: subagents::Registry,
+    me: Weak<Orchestrator>,
+}
+
+/// Runs store work on a blocking thread.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| Err(Error::store("internal error: a store task failed")))
+}
+
+/// A fresh chain id (DECISIONS.md #4).
+pub fn new_chain_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl Orchestrator {
+    pub fn new(engine: Arc<Engine>, host: Arc<dyn Host>) -> Arc<Orchestrator> {
+        let outbox = Outbox::new(engine.clone());
+        Arc::new_cyclic(|me| Orchestrator {
+            engine,
+            host,
+            runs: Arc::new(Runs::default()),
+            outbox,
+            subagents: subagents::Registry::default(),
+            me: me.clone(),
+        })
+    }
+
+    /// This orchestrator as an `Arc`, while it is alive.
+    pub fn me(&self) -> Option<Arc<Orchestrator>> {
+        self.me.upgrade()
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+    pub fn host(&self) -> &Arc<dyn Host> {
+        &self.host
+    }
+    pub fn runs(&self) -> &Arc<Runs> {
+        &self.runs
+    }
+    pub fn outbox(&self) -> &Arc<Outbox> {
+        &self.outbox
+    }
+    pub fn subagents(&self) -> &subagents::Registry {
+        &self.subagents
+    }
+
+    /// What a fresh open does, inside the tokio runtime: ends the runs of dead processes as
+    /// interrupted, recovers the sub-agent registry (announcing what was left unannounced),
+    /// and starts the outbox worker and the archive sweeper.
+    pub async fn start(self: &Arc<Self>) -> Result<()> {
+        let (e, r) = (self.engine.clone(), self.runs.clone());
+        blocking(move || r.recover(&e)).await?;
+        subagents::recover(self).await?;
+        let me: Arc<dyn Dispatcher> = self.clone();
+        let weak: Weak<dyn Dispatcher> = Arc::downgrade(&me);
+        self.outbox.start(weak);
+        Ok(())
+    }
+
+    /// Stops runs, the outbox and the sweeper (in-flight runs are recorded as interrupted),
+    /// then closes the store. Idempotent.
+    pub async fn close(self: &Arc<Self>) {
+        self.outbox.close();
+        subagents::close(self);
+        let (e, r) = (self.engine.clone(), self.runs.clone());
+        let _ = tokio::task::spawn_blocking(move || {
+            if !e.store().is_closed() {
+                r.close(&e);
+            }
+            e.store().close();
+        })
+        .await;
+    }
+
+    /// Emits a lifecycle event (API.md §2.3).
+    pub fn emit(&self, kind: &'static str, run_id: Option<&str>, session_key: Option<&str>, details: Value) {
+        self.host.emit(Event {
+            kind,
+            at: entry::now_ms(),
+            run_id: run_id.map(str::to_owned),
+            session_key: session_key.map(str::to_owned),
+            details: details.as_object().cloned().unwrap_or_default(),
+        });
+    }
+
+    /// Runs a tool by name for a caller whose context arrives as JSON; `wrap` gives the
+    /// `{content, details}` envelope. As [`tools::run`], with the async tools too.
+    pub async fn tool(self: &Arc<Self>, name: &str, params: Value, ctx: Value, wrap: bool) -> Result<Value> {
+        if self.runs.is_closed() || self.engine.store().is_closed() {
+            return Err(Error::closed());
+        }
+        let details = match name {
+            "sessions_send" | "sessions_spawn" => {
+                let ctx = ToolContext::from_json(&ctx)?;
+                if name == "sessions_send" {
+                    send::run(self, &params, &ctx).await
+                } else {
+                    spawn::run(self, &params, &ctx).await
+                }
+            }
+            _ => {
+                let (e, name) = (self.engine.clone(), name.to_owned());
+                return blocking(move || tools::run(&e, &name, &params, &ctx, wrap)).await;
+            }
+        };
+        let details = match details {
+            Ok(d) => d,
+            Err(e) if matches!(e.code(), ErrorCode::Closed | ErrorCode::StoreError) => return Err(e),
+            Err(e) => tools::thrown(name, e.message()),
+        };
+        Ok(if wrap { tools::envelope(details) } else { details })
+    }
+
+    /// `waitRun(runId, { timeoutMs })` (agent.wait semantics).
+    pub async fn wait_run(&self, run_id: &str, timeout_ms: u64) -> Result<Value> {
+        Ok(self.runs.wait(&self.engine, run_id, timeout_ms).await?.to_json())
+    }
+
+    /// Delivers one agent-to-agent announce (an `a2a_announce` outbox item): the send policy
+    /// of its session first (a denied one is skipped, fail closed), then the host's `deliver`.
+    async fn attempt_delivery(&self, row: OutboxRow) -> Attempt {
+        let key = row.session_key.clone().unwrap_or_default();
+        let (e, k) = (self.engine.clone(), key.clone());
+        let policy = blocking(move || e.resolve_send_policy(&json!({ "sessionKey": k }))).await;
+        let denied = match policy {
+            Ok(p) => (p == crate::config::PolicyAction::Deny).then(|| "send blocked by session policy".to_owned()),
+            Err(err) => Some(format!("send policy could not be evaluated: {}", err.message())),
+        };
+        if let Some(reason) = denied {
+            self.host.emit(outbox::item_event("delivery.blocked", &row, json!({ "reason": reason })));
+            return Attempt::Skipped(reason);
+        }
+        if !self.host.can_deliver() {
+            return Attempt::Failed("no deliver callback is configured".to_owned());
+        }
+        let sent =
+            tokio::time::timeout(std::time::Duration::from_secs(60), self.host.deliver(row.payload.clone())).await;
+        match sent {
+            Ok(Ok(())) => {
+                self.host.emit(outbox::item_event("delivery.sent", &row, json!({ "attempt": row.attempts + 1 })));
+                Attempt::Delivered
+            }
+            Ok(Err(e)) => Attempt::Retry(e),
+            Err(_) => Attempt::Retry("deliver did not settle within 60 s".to_owned()),
+        }
+    }
+}
+
+impl Dispatcher for Orchestrator {
+    fn attempt(&self, row: OutboxRow) -> AttemptFuture {
+        // The worker holds the orchestrator weakly; an attempt holds it for its duration.
+        let this = if self.runs.is_closed() { None } else { self.me() };
+        Box::pin(async move {
+            let Some(this) = this else { return Attempt::Retry("the store is closing".to_owned()) };
+            match row.kind.as_str() {
+                A2A_ANNOUNCE => this.attempt_delivery(row).await,
+                SUBAGENT_ANNOUNCE => subagents::attempt_announce(&this, row).await,
+                other => Attempt::Failed(format!("unknown outbox item kind: {other}")),
+            }
+        })
+    }
+
+    fn settled(&self, row: &OutboxRow, status: &str, attempts: u32, error: Option<&str>) {
+        if row.kind == SUBAGENT_ANNOUNCE {
+            if let Some(this) = self.me() {
+                subagents::announce_settled(&this, row, status, attempts, error);
+            }
+        }
+    }
+
+    fn emit(&self, event: Event) {
+        self.host.emit(event);
+    }
+}

@@ -8,6 +8,7 @@
 //! never decides policy: whoever starts a run has checked that it may.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -94,6 +95,22 @@ pub struct RunSpec {
     pub message: String,
     pub provenance: Provenance,
     pub options: RunOptions,
+    /// The most runs `options.chain_id` may hold, this one included (DECISIONS.md #4); `None`:
+    /// no budget.
+    pub chain_limit: Option<u32>,
+}
+
+/// The error of a run whose process stopped (or whose store was closed) before it finished
+/// (DECISIONS.md #3).
+pub const INTERRUPTED: &str = "interrupted: the process stopped before the run finished";
+
+/// How a run ended, short of the bookkeeping.
+enum Outcome {
+    Ok,
+    Error(String),
+    Timeout(String),
+    /// the store was closed meanwhile: nothing more is recorded
+    Dropped,
 }
 
 /// The queue of one session: tickets handed out in arrival order, served one at a time.
@@ -107,14 +124,19 @@ pub struct Runs {
     owner: String,
     lanes: Mutex<HashMap<String, SessionLane>>,
     live: Mutex<HashMap<String, watch::Sender<RunSnapshot>>>,
+    /// session key → (run id, chain id) of the run executing on it now
+    active: Mutex<HashMap<String, (String, String)>>,
+    closed: AtomicBool,
 }
 
 impl Default for Runs {
     fn default() -> Self {
         Runs {
-            owner: uuid::Uuid::new_v4().to_string(),
+            owner: crate::owner::new_owner(),
             lanes: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
+            active: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
         }
     }
 }
@@ -139,8 +161,12 @@ fn event(kind: &'static str, run_id: &str, session_key: &str, details: Value) ->
 
 impl Runs {
     /// Starts a run: records it, takes its place in the session's lane, and returns its id at
-    /// once. Must be called inside a tokio runtime.
-    pub fn start(self: &Arc<Self>, engine: Arc<Engine>, host: Arc<dyn Host>, spec: RunSpec) -> Result<String> {
+    /// once; `None` (and nothing recorded) when its chain already holds `spec.chain_limit` runs.
+    /// Blocks on one write; must be called inside a tokio runtime.
+    pub fn start(self: &Arc<Self>, engine: Arc<Engine>, host: Arc<dyn Host>, spec: RunSpec) -> Result<Option<String>> {
+        if self.closed.load(AtomicOrdering::SeqCst) {
+            return Err(Error::closed());
+        }
         let run_id = uuid::Uuid::new_v4().to_string();
         let started = entry::now_ms();
         let record = RunRecord {
@@ -153,7 +179,18 @@ impl Runs {
             ended_at: None,
             error: None,
         };
-        engine.store().write(|db| db.insert_run(&record, &self.owner))?;
+        let admitted = engine.store().write(|db| {
+            if let Some(limit) = spec.chain_limit {
+                if db.chain_run_count(&spec.options.chain_id)? >= u64::from(limit) {
+                    return Ok(false);
+                }
+            }
+            db.insert_run(&record, &self.owner)?;
+            Ok(true)
+        })?;
+        if !admitted {
+            return Ok(None);
+        }
         let (tx, _) = watch::channel(RunSnapshot {
             run_id: run_id.clone(),
             status: RunStatus::Running,
@@ -176,7 +213,9 @@ impl Runs {
         let id = run_id.clone();
         tokio::spawn(async move {
             let _ = serving.wait_for(|s| *s == ticket).await;
+            lock(&this.active).insert(spec.session_key.clone(), (id.clone(), spec.options.chain_id.clone()));
             let outcome = this.execute(&engine, host.as_ref(), &id, spec.clone()).await;
+            lock(&this.active).remove(&spec.session_key);
             this.settle(&engine, host.as_ref(), &id, &spec.session_key, started, outcome).await;
             let mut lanes = lock(&this.lanes);
             if let Some(lane) = lanes.get_mut(&spec.session_key) {
@@ -186,10 +225,24 @@ impl Runs {
                 }
             }
         });
-        Ok(run_id)
+        Ok(Some(run_id))
     }
 
-    async fn execute(&self, engine: &Arc<Engine>, host: &dyn Host, run_id: &str, spec: RunSpec) -> Result<(), String> {
+    async fn execute(&self, engine: &Arc<Engine>, host: &dyn Host, run_id: &str, spec: RunSpec) -> Outcome {
+        if self.closed.load(AtomicOrdering::SeqCst) {
+            return Outcome::Dropped;
+        }
+        let timeout_ms = spec.options.timeout_ms;
+        let call = self.call(engine, host, run_id, spec);
+        match tokio::time::timeout(Duration::from_millis(timeout_ms.max(1)), call).await {
+            _ if self.closed.load(AtomicOrdering::SeqCst) => Outcome::Dropped,
+            Ok(Ok(())) => Outcome::Ok,
+            Ok(Err(e)) => Outcome::Error(e),
+            Err(_) => Outcome::Timeout(format!("run timed out after {timeout_ms} ms")),
+        }
+    }
+
+    async fn call(&self, engine: &Arc<Engine>, host: &dyn Host, run_id: &str, spec: RunSpec) -> Result<(), String> {
         host.emit(event("run.start", run_id, &spec.session_key, json!({"lane": spec.options.lane.as_str()})));
         let e = engine.clone();
         let (key, message, prov, rid) =
@@ -221,6 +274,9 @@ impl Runs {
         }
         let raw = host.run_agent(req).await?;
         let result = AgentRunResult::from_json(&raw, entry::now_ms())?;
+        if self.closed.load(AtomicOrdering::SeqCst) {
+            return Ok(());
+        }
         let e = engine.clone();
         let key = spec.session_key;
         blocking(move || {
@@ -267,12 +323,14 @@ impl Runs {
         run_id: &str,
         session_key: &str,
         started: i64,
-        outcome: Result<(), String>,
+        outcome: Outcome,
     ) {
         let ended = entry::now_ms();
         let (status, error) = match outcome {
-            Ok(()) => (RunStatus::Ok, None),
-            Err(e) => (RunStatus::Error, Some(e)),
+            Outcome::Ok => (RunStatus::Ok, None),
+            Outcome::Error(e) => (RunStatus::Error, Some(e)),
+            Outcome::Timeout(e) => (RunStatus::Timeout, Some(e)),
+            Outcome::Dropped => return,
         };
         let e = engine.clone();
         let (rid, err) = (run_id.to_owned(), error.clone());
@@ -281,7 +339,11 @@ impl Runs {
         if let Err(e) = stored {
             host.emit(event("store.error", run_id, session_key, json!({"error": e.message()})));
         }
-        let kind = if status == RunStatus::Ok { "run.end" } else { "run.error" };
+        let kind = match status {
+            RunStatus::Ok => "run.end",
+            RunStatus::Timeout => "run.timeout",
+            _ => "run.error",
+        };
         let details = match &error {
             Some(e) => json!({"error": e}),
             None => json!({}),
@@ -296,6 +358,77 @@ impl Runs {
                 error,
             });
         }
+    }
+
+    /// The chain a tool call made during a run belongs to: the run named by `run_id`, else the
+    /// run active on `session_key` (here, or in another process on the same file).
+    pub fn chain_of(&self, engine: &Engine, run_id: Option<&str>, session_key: Option<&str>) -> Result<Option<String>> {
+        if let Some(id) = run_id {
+            if let Some(chain) = engine.store().read(|db| db.run(id))?.and_then(|r| r.chain_id) {
+                return Ok(Some(chain));
+            }
+        }
+        let Some(key) = session_key else { return Ok(None) };
+        if let Some((_, chain)) = lock(&self.active).get(key) {
+            return Ok(Some(chain.clone()));
+        }
+        Ok(engine.store().read(|db| db.running_on(key))?.and_then(|(_, chain)| chain))
+    }
+
+    /// The id of the run active on a session (here, or in another process), if any.
+    pub fn active_run(&self, engine: &Engine, session_key: &str) -> Result<Option<String>> {
+        if let Some((run, _)) = lock(&self.active).get(session_key) {
+            return Ok(Some(run.clone()));
+        }
+        Ok(engine.store().read(|db| db.running_on(session_key))?.map(|(run, _)| run))
+    }
+
+    /// Ends, as interrupted, the runs still marked running whose process is gone (a crash, a
+    /// kill): what a fresh open does first. Returns their ids.
+    pub fn recover(&self, engine: &Engine) -> Result<Vec<String>> {
+        let now = entry::now_ms();
+        engine.store().write(|db| {
+            let mut ended = Vec::new();
+            for (run_id, owner) in db.running_runs()? {
+                let alive = owner.as_deref().map(crate::owner::is_alive).unwrap_or(false);
+                if !alive && db.end_if_running(&run_id, RunStatus::Error.as_str(), now, INTERRUPTED)? {
+                    ended.push(run_id);
+                }
+            }
+            Ok(ended)
+        })
+    }
+
+    /// Stops taking runs; the runs of this registry still in flight are recorded as interrupted
+    /// and their waiters told so; whatever their callbacks return later is dropped. Idempotent.
+    pub fn close(&self, engine: &Engine) {
+        if self.closed.swap(true, AtomicOrdering::SeqCst) {
+            return;
+        }
+        let now = entry::now_ms();
+        let live: Vec<(String, watch::Sender<RunSnapshot>)> = lock(&self.live).drain().collect();
+        let ids: Vec<String> = live.iter().map(|(id, _)| id.clone()).collect();
+        let _ = engine.store().write(|db| {
+            for id in &ids {
+                db.end_if_running(id, RunStatus::Error.as_str(), now, INTERRUPTED)?;
+            }
+            Ok(())
+        });
+        for (id, tx) in live {
+            let started_at = tx.borrow().started_at;
+            let _ = tx.send(RunSnapshot {
+                run_id: id,
+                status: RunStatus::Error,
+                started_at,
+                ended_at: Some(now),
+                error: Some(INTERRUPTED.to_owned()),
+            });
+        }
+        crate::owner::retire(&self.owner);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(AtomicOrdering::SeqCst)
     }
 
     /// `agent.wait`: the run's outcome, or `timeout` when it has not ended within `timeout_ms`
@@ -394,6 +527,7 @@ mod tests {
                 channel: Some("webchat".into()),
                 ..RunOptions::new(crate::host::Lane::Nested, 30_000, "chain-1")
             },
+            chain_limit: None,
         }
     }
 
@@ -408,7 +542,7 @@ mod tests {
                 )
             })
         });
-        let id = runs.start(e.clone(), h.clone(), spec("agent:main:target", "ping")).unwrap();
+        let id = runs.start(e.clone(), h.clone(), spec("agent:main:target", "ping")).unwrap().unwrap();
         let snap = runs.wait(&e, &id, 5_000).await.unwrap();
         assert_eq!(snap.status, RunStatus::Ok);
         let (_, _, page) = e.chat_history(&json!("agent:main:target"), &Value::Null).unwrap();
@@ -455,8 +589,8 @@ mod tests {
         });
         let mut ids = Vec::new();
         for i in 0..5 {
-            ids.push(runs.start(e.clone(), h.clone(), spec("agent:main:one", &format!("one-{i}"))).unwrap());
-            ids.push(runs.start(e.clone(), h.clone(), spec("agent:main:two", &format!("two-{i}"))).unwrap());
+            ids.push(runs.start(e.clone(), h.clone(), spec("agent:main:one", &format!("one-{i}"))).unwrap().unwrap());
+            ids.push(runs.start(e.clone(), h.clone(), spec("agent:main:two", &format!("two-{i}"))).unwrap().unwrap());
         }
         for id in &ids {
             assert_eq!(runs.wait(&e, id, 10_000).await.unwrap().status, RunStatus::Ok);
@@ -489,7 +623,7 @@ mod tests {
             ),
         ];
         for (h, text) in cases {
-            let id = runs.start(e.clone(), h.clone(), spec("agent:main:t", "x")).unwrap();
+            let id = runs.start(e.clone(), h.clone(), spec("agent:main:t", "x")).unwrap().unwrap();
             let s = runs.wait(&e, &id, 5_000).await.unwrap();
             assert_eq!(s.status, RunStatus::Error);
             assert!(s.error.as_deref().unwrap_or_default().contains(text), "{:?}", s.error);
@@ -498,6 +632,7 @@ mod tests {
         // the session lane is free again: a good run still goes through
         let ok = runs
             .start(e.clone(), host(|_| Box::pin(async { Ok(json!({"reply": "fine"})) })), spec("agent:main:t", "y"))
+            .unwrap()
             .unwrap();
         assert_eq!(runs.wait(&e, &ok, 5_000).await.unwrap().status, RunStatus::Ok);
     }
@@ -512,7 +647,7 @@ mod tests {
                 Ok(json!({"reply": "late"}))
             })
         });
-        let id = runs.start(e.clone(), h, spec("agent:main:slow", "x")).unwrap();
+        let id = runs.start(e.clone(), h, spec("agent:main:slow", "x")).unwrap().unwrap();
         let first = runs.wait(&e, &id, 20).await.unwrap();
         assert_eq!(first.status, RunStatus::Timeout);
         assert_eq!(first.to_json()["status"], "timeout");
@@ -533,6 +668,7 @@ mod tests {
         assert_eq!(runs.wait(&e, "nope", 0).await.unwrap().status, RunStatus::Timeout);
         let id = runs
             .start(e.clone(), host(|_| Box::pin(async { Err("boom".to_owned()) })), spec("agent:main:x", "x"))
+            .unwrap()
             .unwrap();
         runs.wait(&e, &id, 5_000).await.unwrap();
         // a new process: a fresh engine and registry on the same file

@@ -78,3 +78,42 @@ impl Db<'_> {
         .map_err(sql)
     }
 }
+
+impl Db<'_> {
+    /// How many runs a chain holds.
+    pub fn chain_run_count(&self, chain_id: &str) -> Result<u64> {
+        let mut st = self.conn.prepare_cached("SELECT count(*) FROM runs WHERE chain_id = ?1").map_err(sql)?;
+        st.query_row([chain_id], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
+    }
+
+    /// The newest run still running on a session: `(run_id, chain_id)`.
+    pub fn running_on(&self, session_key: &str) -> Result<Option<(String, Option<String>)>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, chain_id FROM runs WHERE session_key = ?1 AND status = 'running'
+                 ORDER BY started_at DESC LIMIT 1",
+            )
+            .map_err(sql)?;
+        st.query_row([session_key], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(sql)
+    }
+
+    /// Every run still marked running, with its owner: `(run_id, owner)`.
+    pub fn running_runs(&self) -> Result<Vec<(String, Option<String>)>> {
+        let mut st =
+            self.conn.prepare_cached("SELECT run_id, owner FROM runs WHERE status = 'running'").map_err(sql)?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(sql)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+    }
+
+    /// Ends a run that is still running (and only then) with `status` and `error`; whether it was.
+    pub fn end_if_running(&self, run_id: &str, status: &str, ended_at: i64, error: &str) -> Result<bool> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1 AND status = 'running'",
+            )
+            .map_err(sql)?;
+        Ok(st.execute(params![run_id, status, ended_at, error]).map_err(sql)? > 0)
+    }
+}

@@ -78,6 +78,13 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX outbox_due ON outbox (status, next_attempt_at);
     "#,
+    // 2: chain budgets count runs by chain; outbox items are claimed by one process at a time.
+    r#"
+    CREATE INDEX runs_by_chain ON runs (chain_id) WHERE chain_id IS NOT NULL;
+    ALTER TABLE outbox ADD COLUMN owner TEXT;          -- the process instance attempting it
+    ALTER TABLE outbox ADD COLUMN lease_until INTEGER; -- its claim lapses after this (ms)
+    ALTER TABLE outbox ADD COLUMN session_key TEXT;    -- the session the item announces to
+    "#,
 ];
 
 /// The schema version this build writes.

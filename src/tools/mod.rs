@@ -137,7 +137,8 @@ pub fn refusal(status: &str, error: impl std::fmt::Display) -> Value {
 }
 
 /// The tool names, in definition order.
-pub const TOOL_NAMES: &[&str] = &["sessions_list", "sessions_history", "agents_list"];
+pub const TOOL_NAMES: &[&str] =
+    &["sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"];
 
 /// The tool definitions (API.md §3): numbers typed `number`, no top-level anyOf/oneOf. A
 /// sub-agent caller gets none of the session tools (REFERENCE.md §6.9).
@@ -173,6 +174,41 @@ pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
                     "maxChars": {"type": "number", "minimum": 1, "description": "Drop the oldest messages while the messages JSON is longer than this."}
                 },
                 "required": ["sessionKey"]
+            }
+        }),
+        json!({
+            "name": "sessions_send",
+            "label": "Session Send",
+            "description": "Send a message into another session, chosen by sessionKey (or sessionId) or by label, and wait for its reply (timeoutSeconds 0: do not wait). The exchange may continue back and forth, and its outcome may be announced to the target's channel.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "sessionKey": {"type": "string", "description": "The target session's key or sessionId."},
+                    "label": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The target session's label (instead of sessionKey)."},
+                    "agentId": {"type": "string", "minLength": 1, "maxLength": 64, "description": "With label: the agent whose sessions the label is looked up in."},
+                    "message": {"type": "string", "description": "The message to send."},
+                    "timeoutSeconds": {"type": "number", "minimum": 0, "description": "How long to wait for the reply (default 30; 0: send and return at once)."}
+                },
+                "required": ["message"]
+            }
+        }),
+        json!({
+            "name": "sessions_spawn",
+            "label": "Sessions",
+            "description": "Spawn a sub-agent that works on a task in the background in its own session; its result is announced back to this chat when it finishes.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "task": {"type": "string", "description": "What the sub-agent is to do."},
+                    "label": {"type": "string", "description": "A short name for the task."},
+                    "agentId": {"type": "string", "description": "Run the sub-agent as this agent (see agents_list)."},
+                    "model": {"type": "string", "description": "Model for the sub-agent (provider/model)."},
+                    "thinking": {"type": "string", "description": "Thinking level: off, minimal, low, medium, high."},
+                    "runTimeoutSeconds": {"type": "number", "minimum": 0, "description": "Stop the sub-agent after this many seconds (0: the default)."},
+                    "timeoutSeconds": {"type": "number", "minimum": 0, "description": "Older name of runTimeoutSeconds."},
+                    "cleanup": {"type": "string", "enum": ["delete", "keep"], "description": "Delete the sub-agent's session after it announces, or keep it (default)."}
+                },
+                "required": ["task"]
             }
         }),
         json!({

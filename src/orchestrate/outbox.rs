@@ -1,0 +1,240 @@
+//! The outbox worker (DECISIONS.md #2): every announce is recorded before it is attempted
+//! ([`Outbox::enqueue`]), then attempted by one worker per open store, retried with backoff
+//! (`session.outbox.backoffMs`, doubling, at most 60 s) up to `session.outbox.maxAttempts`
+//! tries, and resumed by the next open after a crash. One idempotency key per item, for all of
+//! its tries. What an attempt *does* is the [`Dispatcher`]'s business.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+use crate::engine::Engine;
+use crate::entry;
+use crate::error::{Error, Result};
+use crate::host::Event;
+pub use crate::store::outbox::OutboxRow;
+
+/// A claim lasts this long; a claimant that dies is noticed sooner (its process is gone).
+const LEASE_MS: i64 = 15 * 60 * 1000;
+/// How often the worker looks for items another process recorded.
+const POLL_MS: i64 = 5_000;
+/// Items claimed per pass.
+const BATCH: u32 = 16;
+/// The longest wait between two tries.
+const MAX_BACKOFF_MS: u64 = 60_000;
+
+/// What one attempt came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attempt {
+    /// done: status `delivered`
+    Delivered,
+    /// nothing to deliver, or not allowed to (the reason is recorded): status `skipped`
+    Skipped(String),
+    /// failed; tried again after the backoff unless the tries are used up
+    Retry(String),
+    /// failed for good: status `failed`
+    Failed(String),
+}
+
+/// One attempt in progress.
+pub type AttemptFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Attempt> + Send + 'static>>;
+
+/// Makes attempts and hears how items end.
+pub trait Dispatcher: Send + Sync + 'static {
+    fn attempt(&self, row: OutboxRow) -> AttemptFuture;
+    /// An item reached a final status (`delivered`, `skipped`, `failed`) after `attempts` tries.
+    fn settled(&self, row: &OutboxRow, status: &str, attempts: u32, error: Option<&str>);
+    fn emit(&self, event: Event);
+}
+
+/// The wait before try `n + 1` after `n` failed tries: `backoff`, doubling, at most 60 s.
+pub fn backoff_after(n: u32, backoff_ms: u64) -> u64 {
+    let factor = 1u64.checked_shl(n.saturating_sub(1)).unwrap_or(u64::MAX);
+    backoff_ms.saturating_mul(factor).min(MAX_BACKOFF_MS)
+}
+
+pub struct Outbox {
+    engine: Arc<Engine>,
+    owner: String,
+    wake: Notify,
+    closed: AtomicBool,
+    dispatcher: OnceLock<Weak<dyn Dispatcher>>,
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| Err(Error::store("internal error: a store task failed")))
+}
+
+impl Outbox {
+    pub fn new(engine: Arc<Engine>) -> Arc<Outbox> {
+        Arc::new(Outbox {
+            engine,
+            owner: crate::owner::new_owner(),
+            wake: Notify::new(),
+            closed: AtomicBool::new(false),
+            dispatcher: OnceLock::new(),
+        })
+    }
+
+    /// Records an item (pending, due now) and wakes the worker. Blocks on one write. `false`:
+    /// an item with this idempotency key exists already, nothing was added.
+    pub fn enqueue(
+        &self,
+        idempotency_key: &str,
+        kind: &str,
+        session_key: Option<&str>,
+        payload: &Value,
+    ) -> Result<bool> {
+        let added = self
+            .engine
+            .store()
+            .write(|db| db.insert_outbox(idempotency_key, kind, session_key, payload, entry::now_ms()))?;
+        self.wake.notify_one();
+        Ok(added)
+    }
+
+    /// Starts the worker (inside a tokio runtime). It holds the dispatcher weakly and stops when
+    /// the outbox is closed or the dispatcher is gone.
+    pub fn start(self: &Arc<Self>, dispatcher: Weak<dyn Dispatcher>) {
+        if self.dispatcher.set(dispatcher).is_err() {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move { this.work().await });
+    }
+
+    /// Stops the worker; attempts in flight are not recorded (their items are tried again by
+    /// the next open, with the same key). Idempotent.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        crate::owner::retire(&self.owner);
+        self.wake.notify_one();
+    }
+
+    fn dispatcher(&self) -> Option<Arc<dyn Dispatcher>> {
+        self.dispatcher.get().and_then(Weak::upgrade)
+    }
+
+    async fn work(self: Arc<Self>) {
+        loop {
+            if self.closed.load(Ordering::SeqCst) || self.dispatcher().is_none() {
+                return;
+            }
+            let (e, owner) = (self.engine.clone(), self.owner.clone());
+            let claimed = blocking(move || {
+                e.store().write(|db| db.claim_outbox(&owner, entry::now_ms(), LEASE_MS, BATCH, crate::owner::is_alive))
+            })
+            .await;
+            match claimed {
+                Ok(rows) => {
+                    for row in rows {
+                        let this = self.clone();
+                        tokio::spawn(async move { this.attempt(row).await });
+                    }
+                }
+                Err(err) => {
+                    if self.closed.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if let Some(d) = self.dispatcher() {
+                        d.emit(store_error(&err));
+                    }
+                }
+            }
+            let e = self.engine.clone();
+            let next = blocking(move || e.store().read(|db| db.outbox_next_unclaimed(entry::now_ms()))).await;
+            let wait = match next {
+                Ok(Some(due)) => (due - entry::now_ms()).clamp(0, POLL_MS),
+                _ => POLL_MS,
+            };
+            // an item due now but not claimable (held by a live process) must not spin the loop
+            let wait = wait.max(20) as u64;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+                _ = self.wake.notified() => {}
+            }
+        }
+    }
+
+    async fn attempt(self: Arc<Self>, row: OutboxRow) {
+        let Some(d) = self.dispatcher() else { return };
+        let outcome = d.attempt(row.clone()).await;
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let cfg = self.engine.config();
+        let tries = row.attempts + 1;
+        let now = entry::now_ms();
+        let (status, next, error) = match &outcome {
+            Attempt::Delivered => ("delivered", now, None),
+            Attempt::Skipped(why) => ("skipped", now, Some(why.clone())),
+            Attempt::Failed(why) => ("failed", now, Some(why.clone())),
+            Attempt::Retry(why) if tries >= cfg.outbox_max_attempts => ("failed", now, Some(why.clone())),
+            Attempt::Retry(why) => {
+                ("pending", now + backoff_after(tries, cfg.outbox_backoff_ms) as i64, Some(why.clone()))
+            }
+        };
+        if let Attempt::Retry(why) | Attempt::Failed(why) = &outcome {
+            let mut ev = event("delivery.failed", &row);
+            ev.details.insert("attempt".into(), tries.into());
+            ev.details.insert("error".into(), why.clone().into());
+            ev.details.insert("final".into(), (status == "failed").into());
+            d.emit(ev);
+        }
+        let e = self.engine.clone();
+        let (id, err) = (row.id, error.clone());
+        let stored =
+            blocking(move || e.store().write(|db| db.settle_outbox(id, status, tries, next, err.as_deref(), now)))
+                .await;
+        match stored {
+            Err(err) => d.emit(store_error(&err)),
+            Ok(()) if status != "pending" => d.settled(&row, status, tries, error.as_deref()),
+            Ok(()) => {}
+        }
+        self.wake.notify_one();
+    }
+}
+
+fn event(kind: &'static str, row: &OutboxRow) -> Event {
+    let mut details = serde_json::Map::new();
+    details.insert("idempotencyKey".into(), row.idempotency_key.clone().into());
+    details.insert("kind".into(), row.kind.clone().into());
+    Event { kind, at: entry::now_ms(), run_id: None, session_key: row.session_key.clone(), details }
+}
+
+/// An event about one outbox item.
+pub fn item_event(kind: &'static str, row: &OutboxRow, extra: Value) -> Event {
+    let mut ev = event(kind, row);
+    if let Value::Object(m) = extra {
+        ev.details.extend(m);
+    }
+    ev
+}
+
+fn store_error(err: &Error) -> Event {
+    Event {
+        kind: "store.error",
+        at: entry::now_ms(),
+        run_id: None,
+        session_key: None,
+        details: json!({"error": err.message()}).as_object().cloned().unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_the_configured_wait_and_stops_at_a_minute() {
+        assert_eq!(backoff_after(1, 1000), 1000);
+        assert_eq!(backoff_after(2, 1000), 2000);
+        assert_eq!(backoff_after(3, 1000), 4000);
+        assert_eq!(backoff_after(7, 1000), 60_000);
+        assert_eq!(backoff_after(200, 1000), 60_000);
+        assert_eq!(backoff_after(1, 0), 0);
+    }
+}
