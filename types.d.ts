@@ -112,7 +112,7 @@ export interface SessionEntry {
   [key: string]: unknown
 }
 
-/** Host callback: runs one model turn in a session (used from the orchestration release on). */
+/** Host callback: runs one model turn in a session (API.md §2.1). */
 export interface AgentRunRequest {
   runId: string
   idempotencyKey: string
@@ -167,8 +167,8 @@ export interface OpenOptions {
   path: string
   config?: GatewayConfig | null
   runAgent?: (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult
-  deliver?: (msg: DeliveryRequest) => Promise<void> | void
-  onEvent?: (ev: SessionToolsEvent) => void
+  deliver?: (msg: DeliveryRequest) => Promise<unknown> | unknown
+  onEvent?: (ev: SessionToolsEvent) => unknown
   steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
@@ -336,6 +336,65 @@ export type SessionsHistoryToolResult =
 export type AgentsListResult =
   | { requester: string; allowAny: boolean; agents: Array<{ id: string; name?: string; configured: boolean }> }
   | ToolRefusal
+
+export interface SessionsSendParams {
+  sessionKey?: string
+  label?: string
+  agentId?: string
+  message: string
+  timeoutSeconds?: number
+}
+
+export type SessionsSendResult =
+  | { runId: string; status: 'accepted'; sessionKey: string; delivery: { status: 'pending'; mode: 'announce' } }
+  | { runId: string; status: 'ok'; reply?: string; sessionKey: string; delivery: { status: 'pending'; mode: 'announce' } }
+  | { runId: string; status: 'timeout'; error?: string; sessionKey: string }
+  | { runId: string; status: 'error' | 'forbidden'; error: string; sessionKey?: string }
+  | { status: 'error'; tool: 'sessions_send'; error: string }
+
+export interface SessionsSpawnParams {
+  task: string
+  label?: string
+  agentId?: string
+  model?: string
+  thinking?: string
+  runTimeoutSeconds?: number
+  timeoutSeconds?: number
+  cleanup?: 'delete' | 'keep'
+}
+
+export type SessionsSpawnResult =
+  | { status: 'accepted'; childSessionKey: string; runId: string; modelApplied?: boolean; warning?: string }
+  | { status: 'error' | 'forbidden'; error: string; childSessionKey?: string; runId?: string }
+  | { status: 'error'; tool: 'sessions_spawn'; error: string }
+
+/** `waitRun` (agent.wait semantics): `timeout` while the run is still going. */
+export interface WaitRunResult {
+  runId: string
+  status: 'ok' | 'error' | 'timeout'
+  startedAt?: number
+  endedAt?: number
+  error?: string
+}
+
+/** A sub-agent run of the registry (API.md §4). */
+export interface SubagentRun {
+  runId: string
+  childSessionKey: string
+  requesterSessionKey: string
+  requesterDisplayKey: string
+  requesterOrigin?: { channel?: string; accountId?: string; to?: string; threadId?: string }
+  task: string
+  label?: string
+  cleanup: 'delete' | 'keep'
+  createdAt: number
+  startedAt?: number
+  endedAt?: number
+  outcome?: { status: 'ok' | 'error' | 'timeout' | 'unknown'; error?: string }
+  announce: { status: 'pending' | 'delivered' | 'failed' | 'skipped'; attempts: number; idempotencyKey: string }
+  archiveAtMs?: number
+  cleanupCompletedAt?: number
+}
 
 export interface ToolDefinition {
   name: string

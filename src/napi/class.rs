@@ -9,10 +9,12 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use serde_json::Value;
 
+use super::host::{Callbacks, JsHost};
 use super::js::{from_json_text, js_error, to_json, to_json_exact};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
+use crate::orchestrate::Orchestrator;
 use crate::store::Store;
 use crate::tools::{self, ToolContext};
 
@@ -65,11 +67,40 @@ fn rejected<'env>(env: &'env Env, e: CoreError) -> napi::Result<PromiseRaw<'env,
     spawn(env, None, Err(e))
 }
 
+fn internal_error() -> CoreError {
+    CoreError::new(ErrorCode::StoreError, "internal error: the operation failed unexpectedly (a bug; please report it)")
+}
+
+/// Runs async work (model runs, waits) on the runtime; a panic inside becomes a
+/// `STORE_ERROR` rejection, not a crash.
+fn spawn_async<'env, F>(env: &'env Env, work: CoreResult<F>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>>
+where
+    F: std::future::Future<Output = CoreResult<Value>> + Send + 'static,
+{
+    env.spawn_future_with_callback(
+        async move {
+            let fut = match work {
+                Ok(f) => f,
+                Err(e) => return Ok(Err(e)),
+            };
+            let out = tokio::spawn(fut).await.unwrap_or_else(|_| Err(internal_error()));
+            Ok(out.and_then(|v| {
+                serde_json::to_string(&v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
+            }))
+        },
+        |env, r: CoreResult<String>| match r {
+            Ok(text) => from_json_text(env, &text),
+            Err(e) => Err(js_error(env, &e)),
+        },
+    )
+}
+
 /// Options of `SessionTools.open`.
 struct OpenOptions {
     path: String,
     config: Config,
     mirror_dir: Option<PathBuf>,
+    callbacks: Callbacks,
 }
 
 fn read_open_options(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<OpenOptions> {
@@ -102,14 +133,18 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
         _ => return Err(bad("invalid options.path: must be a non-empty string".into())),
     };
     let config = Config::from_json(&to_json(env, get("config")?, "config")?)?;
+    let mut functions = Vec::new();
     for name in ["runAgent", "deliver", "onEvent", "steer"] {
         if let Some(v) = get(name)? {
             let t = v.get_type().map_err(|e| bad(e.reason.clone()))?;
             if t != ValueType::Function && t != ValueType::Null {
                 return Err(bad(format!("invalid options.{name}: must be a function")));
             }
+            functions.push((name, v));
         }
     }
+    let callbacks = Callbacks::read(env, |name| functions.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+        .map_err(|e| bad(format!("cannot take the callbacks: {}", e.reason)))?;
     let mirror_dir = match get("mirrorDir")? {
         None => (path != ":memory:").then(|| {
             let p = PathBuf::from(&path);
@@ -121,13 +156,14 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
             _ => return Err(bad("invalid options.mirrorDir: must be a non-empty string or null".into())),
         },
     };
-    Ok(OpenOptions { path, config, mirror_dir })
+    Ok(OpenOptions { path, config, mirror_dir, callbacks })
 }
 
 /// The session store, the send-policy engine and the session tools, opened on one SQLite file.
 #[napi]
 pub struct SessionTools {
     engine: Arc<Engine>,
+    orch: Arc<Orchestrator>,
 }
 
 #[napi]
@@ -139,17 +175,31 @@ impl SessionTools {
         let opts = read_open_options(env, options);
         env.spawn_future_with_callback(
             async move {
+                let o = match opts {
+                    Ok(o) => o,
+                    Err(e) => return Ok(Err(e)),
+                };
+                let (path, config, mirror_dir) = (o.path, o.config, o.mirror_dir);
                 let out = tokio::task::spawn_blocking(move || -> CoreResult<Engine> {
-                    let o = opts?;
-                    let store = Store::open(&o.path)?;
-                    Ok(Engine::new(store, o.config, o.mirror_dir))
+                    let store = Store::open(&path)?;
+                    Ok(Engine::new(store, config, mirror_dir))
                 })
                 .await;
-                Ok(out
-                    .unwrap_or_else(|_| Err(CoreError::store("internal error: opening the store failed unexpectedly"))))
+                let engine = match out
+                    .unwrap_or_else(|_| Err(CoreError::store("internal error: opening the store failed unexpectedly")))
+                {
+                    Ok(e) => Arc::new(e),
+                    Err(e) => return Ok(Err(e)),
+                };
+                let orch = Orchestrator::new(engine, Arc::new(JsHost::new(o.callbacks)));
+                if let Err(e) = orch.start().await {
+                    orch.close().await;
+                    return Ok(Err(e));
+                }
+                Ok(Ok(orch))
             },
-            |env, r: CoreResult<Engine>| match r {
-                Ok(engine) => Ok(SessionTools { engine: Arc::new(engine) }),
+            |env, r: CoreResult<Arc<Orchestrator>>| match r {
+                Ok(orch) => Ok(SessionTools { engine: orch.engine().clone(), orch }),
                 Err(e) => Err(js_error(env, &e)),
             },
         )
@@ -171,17 +221,62 @@ impl SessionTools {
         }
     }
 
-    /// Closes the store; afterwards every method rejects with `CLOSED`. Idempotent.
+    /// Closes the store without waiting for model runs: runs in flight are recorded as
+    /// interrupted (the next open announces them) and what their callbacks return later is
+    /// dropped. Afterwards every method rejects with `CLOSED`. Idempotent.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let engine = self.engine.clone();
+        let orch = self.orch.clone();
         env.spawn_future_with_callback(
             async move {
-                let _ = tokio::task::spawn_blocking(move || engine.store().close()).await;
+                orch.close().await;
                 Ok(())
             },
             |_env, ()| Ok(()),
         )
+    }
+
+    /// `agent.wait`: how a run ended, or `timeout` when it has not within `timeoutMs`
+    /// (default 30 000; the run goes on).
+    #[napi(ts_args_type = "runId: string, options?: { timeoutMs?: number }", ts_return_type = "Promise<WaitRunResult>")]
+    pub fn wait_run<'env>(
+        &self,
+        env: &'env Env,
+        run_id: Option<Unknown<'env>>,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let args = to_json(env, run_id, "runId").and_then(|r| Ok((r, to_json(env, options, "options")?)));
+        let orch = self.orch.clone();
+        spawn_async(
+            env,
+            args.and_then(|(r, o)| {
+                let (run_id, timeout_ms) = read_wait_args(&r, &o)?;
+                Ok(async move {
+                    if orch.engine().store().is_closed() {
+                        return Err(CoreError::closed());
+                    }
+                    orch.wait_run(&run_id, timeout_ms).await
+                })
+            }),
+        )
+    }
+
+    /// The sub-agent runs, all or those of one requester session.
+    #[napi(ts_args_type = "requesterKey?: string", ts_return_type = "Promise<SubagentRun[]>")]
+    pub fn list_subagent_runs<'env>(
+        &self,
+        env: &'env Env,
+        requester_key: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let orch = self.orch.clone();
+        self.run1(env, requester_key, "requesterKey", move |_e, k| {
+            let key = match k {
+                Value::Null => None,
+                Value::String(s) => Some(s.as_str()),
+                _ => return Err(CoreError::invalid_request("invalid requesterKey: must be a string")),
+            };
+            crate::orchestrate::subagents::list(&orch, key).map(Value::Array)
+        })
     }
 
     /// The path the store was opened with.
@@ -355,6 +450,34 @@ impl SessionTools {
         self.run(env, job)
     }
 
+    /// `sessions_send`
+    #[napi(
+        ts_args_type = "params: SessionsSendParams, ctx?: ToolContext",
+        ts_return_type = "Promise<SessionsSendResult>"
+    )]
+    pub fn sessions_send<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+        ctx: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        call_tool(env, &self.orch, "sessions_send", params, ctx, false)
+    }
+
+    /// `sessions_spawn`
+    #[napi(
+        ts_args_type = "params: SessionsSpawnParams, ctx?: ToolContext",
+        ts_return_type = "Promise<SessionsSpawnResult>"
+    )]
+    pub fn sessions_spawn<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+        ctx: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        call_tool(env, &self.orch, "sessions_spawn", params, ctx, false)
+    }
+
     /// `agents_list`
     #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "Promise<AgentsListResult>")]
     pub fn agents_list<'env>(
@@ -391,8 +514,7 @@ impl SessionTools {
             Ok(_) => return rejected(env, CoreError::invalid_request("invalid name: must be a tool name string")),
             Err(e) => return rejected(env, e),
         };
-        let job = tool_job(env, &name, args, ctx, true);
-        self.run(env, job)
+        call_tool(env, &self.orch, &name, args, ctx, true)
     }
 
     /// The gateway's tool objects: `{ name, label, description, parameters, execute }`.
@@ -406,17 +528,14 @@ impl SessionTools {
             let name = def.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
             let obj_val = from_json_text(env, &def.to_string())?;
             let mut obj: Object = unsafe { Object::from_napi_value(env.raw(), obj_val.raw()) }?;
-            let engine = self.engine.clone();
+            let orch = self.orch.clone();
             let ctx_json = ctx_json.clone();
             let execute = env.create_function_from_closure::<Unknown, Raw, _>("execute", move |call| {
                 let args: Option<Unknown> = call.get::<Unknown>(1).ok();
                 let env = &*call.env;
-                let job = to_json(env, args, "args").map(|a| -> Job {
-                    let name = name.clone();
-                    let ctx_json = ctx_json.clone();
-                    Box::new(move |e: &Engine| tools::run(e, &name, &a, &ctx_json, true))
-                });
-                let promise = spawn(env, Some(engine.clone()), job)?;
+                // What the model sent is never a reason to reject: unconvertible args read as `{}`.
+                let args = to_json(env, args, "args").unwrap_or(Value::Null);
+                let promise = tool_promise(env, &orch, &name, args, ctx_json.clone(), true)?;
                 Ok(Raw(promise.raw()))
             })?;
             obj.set_named_property("execute", execute)?;
@@ -456,6 +575,62 @@ impl SessionTools {
     fn run<'env>(&self, env: &'env Env, job: CoreResult<Job>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         spawn(env, Some(self.engine.clone()), job)
     }
+}
+
+/// A tool call from JS: the store-only tools run as short blocking jobs, the orchestrated
+/// ones (`sessions_send`, `sessions_spawn`) as async work.
+fn call_tool<'env>(
+    env: &'env Env,
+    orch: &Arc<Orchestrator>,
+    name: &str,
+    params: Option<Unknown<'env>>,
+    ctx: Option<Unknown<'env>>,
+    wrap: bool,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    // What the model sent is never a reason to reject: unconvertible params read as `{}`.
+    let params = to_json(env, params, "params").unwrap_or(Value::Null);
+    match to_json(env, ctx, "ctx") {
+        Ok(ctx) => tool_promise(env, orch, name, params, ctx, wrap),
+        Err(e) => rejected(env, e),
+    }
+}
+
+fn tool_promise<'env>(
+    env: &'env Env,
+    orch: &Arc<Orchestrator>,
+    name: &str,
+    params: Value,
+    ctx: Value,
+    wrap: bool,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let name = name.to_owned();
+    if name == "sessions_send" || name == "sessions_spawn" {
+        let orch = orch.clone();
+        return spawn_async(env, Ok(async move { orch.tool(&name, params, ctx, wrap).await }));
+    }
+    let job: Job = Box::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap));
+    spawn(env, Some(orch.engine().clone()), Ok(job))
+}
+
+/// `waitRun` arguments: a non-empty run id, `timeoutMs` a number ≥ 0 (floored; default 30 000).
+fn read_wait_args(run_id: &Value, options: &Value) -> CoreResult<(String, u64)> {
+    let bad = |m: &str| CoreError::invalid_request(format!("invalid waitRun params: {m}"));
+    let run_id = match run_id {
+        Value::String(s) if !s.trim().is_empty() => s.trim().to_owned(),
+        _ => return Err(bad("runId must be a non-empty string")),
+    };
+    let timeout = match options {
+        Value::Null => None,
+        Value::Object(o) => match o.get("timeoutMs") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_f64() {
+                Some(f) if f.is_finite() && f >= 0.0 => Some(f.floor().min(2_147_483_647.0) as u64),
+                _ => return Err(bad("timeoutMs must be a number >= 0")),
+            },
+        },
+        _ => return Err(bad("options must be an object")),
+    };
+    Ok((run_id, timeout.unwrap_or(30_000)))
 }
 
 fn tool_job(

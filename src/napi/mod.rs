@@ -2,4 +2,5 @@
 //! `code`. The only place napi types appear; all logic lives below it.
 
 mod class;
+mod host;
 mod js;
