@@ -134,20 +134,26 @@ impl Engine {
             rows.push((role.map(str::to_owned), text));
         }
         let now = entry::now_ms();
-        self.store.write(|db| {
-            let existing = db.session(&key)?;
-            let entry = entry::merge(existing.as_ref(), &Map::new(), now);
-            let sid = entry::str_field(&entry, "sessionId").unwrap_or_default().to_owned();
-            db.put_session(&key, &entry)?;
-            let first = db.append_messages(&sid, &rows)?;
-            if let Some(dir) = &self.mirror_dir {
-                // Inside the writer lock, so that the file's lines keep the rows' order. A failed
-                // mirror write never fails the append: SQLite is the source of truth.
-                let texts: Vec<String> = rows.iter().map(|(_, t)| t.clone()).collect();
-                let _ = crate::mirror::append(dir, &sid, first, &texts, now);
-            }
-            Ok(json!({"sessionKey": key, "sessionId": sid, "appended": rows.len()}))
-        })
+        let (sid, _) = self.store.write_then(
+            |db| {
+                let existing = db.session(&key)?;
+                let entry = entry::merge(existing.as_ref(), &Map::new(), now);
+                let sid = entry::str_field(&entry, "sessionId").unwrap_or_default().to_owned();
+                db.put_session(&key, &entry)?;
+                let first = db.append_messages(&sid, &rows)?;
+                Ok((sid, first))
+            },
+            |(sid, first)| {
+                if let Some(dir) = &self.mirror_dir {
+                    // After the commit, inside the writer lock: the file's lines keep the rows'
+                    // order and never hold what was rolled back. A failed mirror write never
+                    // fails the append: SQLite is the source of truth.
+                    let texts: Vec<String> = rows.iter().map(|(_, t)| t.clone()).collect();
+                    let _ = crate::mirror::append(dir, sid, *first, &texts, now);
+                }
+            },
+        )?;
+        Ok(json!({"sessionKey": key, "sessionId": sid, "appended": rows.len()}))
     }
 
     /// `chatHistory(key, {limit?, before?})`: a page of the transcript, O(limit) rows.

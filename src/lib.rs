@@ -14,6 +14,8 @@ pub mod config;
 pub mod engine;
 pub mod entry;
 pub mod error;
+#[cfg(test)]
+mod faults_test;
 pub mod host;
 pub mod js;
 pub mod keys;

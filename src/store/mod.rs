@@ -122,6 +122,24 @@ impl Store {
         }
     }
 
+    /// Injects (or, with `None`, clears) a real SQLite failure into the writer connection, for
+    /// the fault tests: `DiskFull` caps the file at its current size (any write that needs a new
+    /// page fails with SQLITE_FULL); `ReadOnly` makes every write fail with SQLITE_READONLY.
+    #[cfg(test)]
+    pub fn inject_fault(&self, fault: Option<Fault>) -> Result<()> {
+        let guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = guard.as_ref().ok_or_else(Error::closed)?;
+        let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(sql)?;
+        let (max_pages, query_only) = match fault {
+            Some(Fault::DiskFull) => (pages, false),
+            Some(Fault::ReadOnly) => (i64::from(u32::MAX >> 1), true),
+            None => (i64::from(u32::MAX >> 1), false),
+        };
+        conn.query_row(&format!("PRAGMA max_page_count = {max_pages}"), [], |_| Ok(())).map_err(sql)?;
+        conn.pragma_update(None, "query_only", query_only).map_err(sql)?;
+        Ok(())
+    }
+
     pub fn is_closed(&self) -> bool {
         self.writer.lock().unwrap_or_else(|p| p.into_inner()).is_none()
     }
@@ -129,7 +147,14 @@ impl Store {
     /// Runs `f` inside one `BEGIN IMMEDIATE` transaction, committed when `f` returns `Ok`,
     /// rolled back otherwise. A database still busy after the busy timeout is tried again a few
     /// times before `STORE_ERROR` is returned.
-    pub fn write<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>) -> Result<T> {
+    pub fn write<T>(&self, f: impl FnMut(&Db<'_>) -> Result<T>) -> Result<T> {
+        self.write_then(f, |_| {})
+    }
+
+    /// As [`write`](Self::write), then `after` with the result once the transaction has
+    /// committed, still holding the writer lock (so side effects such as mirror files keep the
+    /// order of the commits, and never show what a failed transaction did not write).
+    pub fn write_then<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>, after: impl FnOnce(&T)) -> Result<T> {
         let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let conn = guard.as_mut().ok_or_else(Error::closed)?;
         let mut attempt = 0;
@@ -142,7 +167,10 @@ impl Store {
                 }
                 Err(TxError::Busy(e)) => return Err(e),
                 Err(TxError::Other(e)) => return Err(e),
-                Ok(v) => return Ok(v),
+                Ok(v) => {
+                    after(&v);
+                    return Ok(v);
+                }
             }
         }
     }
@@ -195,6 +223,14 @@ fn open_error(path: &str, e: rusqlite::Error) -> Error {
 }
 
 /// Turns a row-level SQLite failure into our error (used with `?` below this module).
+/// A failure [`Store::inject_fault`] can make happen.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy)]
+pub enum Fault {
+    DiskFull,
+    ReadOnly,
+}
+
 pub(crate) fn sql(e: rusqlite::Error) -> Error {
     Error::store(format!("sqlite: {e}"))
 }
@@ -419,5 +455,13 @@ mod tests {
             keys(&ListFilter { active_since: Some(150), ..base.clone() }),
             ["agent:main:b", "agent:main:subagent:c"]
         );
+    }
+}
+
+impl Db<'_> {
+    /// `PRAGMA integrity_check` says `ok`.
+    pub fn integrity_ok(&self) -> Result<bool> {
+        let r: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(sql)?;
+        Ok(r == "ok")
     }
 }

@@ -1,0 +1,85 @@
+//! Fault injection (issue 6): real SQLite failures (disk full, read-only) injected into the
+//! writer connection. Each refusal is a clear `STORE_ERROR`, nothing is half-written (SQLite
+//! and the JSONL mirror both), and the store works again once the fault clears.
+
+use serde_json::{json, Value};
+
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::error::ErrorCode;
+use crate::store::{Fault, Store};
+
+fn engine_with_mirror() -> (Engine, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("st-faults-{}", uuid::Uuid::new_v4()));
+    let db = dir.join("s.db");
+    let mirror = dir.join("transcripts");
+    let e = Engine::new(Store::open(db.to_str().unwrap()).unwrap(), Config::default(), Some(mirror.clone()));
+    (e, mirror)
+}
+
+fn big_messages(n: usize) -> Value {
+    let text = "x".repeat(20_000);
+    Value::Array((0..n).map(|i| json!({"role": "user", "content": format!("{i} {text}")})).collect())
+}
+
+fn count(e: &Engine, key: &str) -> usize {
+    e.chat_history(&json!(key), &json!({"limit": 1000})).map(|(_, _, p)| p.messages.len()).unwrap_or(0)
+}
+
+fn mirror_lines(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|f| f.ok())
+                .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default().lines().count())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_full_disk_fails_the_whole_write_with_store_error_and_the_store_recovers() {
+    let (e, mirror) = engine_with_mirror();
+    e.append_messages(&json!("main"), &big_messages(2)).unwrap();
+    e.upsert_session(&json!("main"), &json!({"label": "before"})).unwrap();
+    let lines_before = mirror_lines(&mirror);
+    e.store().inject_fault(Some(Fault::DiskFull)).unwrap();
+
+    let err = e.append_messages(&json!("main"), &big_messages(50)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreError);
+    assert!(err.message().contains("full"), "{}", err.message());
+    let err = e.upsert_session(&json!("agent:main:other"), &json!({"label": "x".repeat(200_000)})).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreError);
+    // nothing half-written: no message of the failed batch, no new session, no mirror line
+    assert_eq!(count(&e, "main"), 2);
+    assert!(e.get_session(&json!("agent:main:other")).unwrap().is_none());
+    assert_eq!(e.get_session(&json!("main")).unwrap().unwrap()["label"], "before");
+    assert_eq!(mirror_lines(&mirror), lines_before);
+
+    e.store().inject_fault(None).unwrap();
+    e.append_messages(&json!("main"), &big_messages(50)).unwrap();
+    assert_eq!(count(&e, "main"), 52);
+    assert_eq!(mirror_lines(&mirror), lines_before + 50);
+    assert!(e.store().read(|db| db.integrity_ok()).unwrap());
+}
+
+#[test]
+fn a_read_only_database_refuses_writes_clearly_and_still_serves_reads() {
+    let (e, _) = engine_with_mirror();
+    e.upsert_session(&json!("main"), &json!({"label": "kept"})).unwrap();
+    e.upsert_session(&json!("agent:main:doomed"), &json!({})).unwrap();
+    e.store().inject_fault(Some(Fault::ReadOnly)).unwrap();
+    for result in [
+        e.upsert_session(&json!("main"), &json!({"label": "changed"})).map(|_| ()),
+        e.append_messages(&json!("main"), &big_messages(1)).map(|_| ()),
+        e.delete_session(&json!("agent:main:doomed"), &Value::Null).map(|_| ()),
+    ] {
+        let err = result.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::StoreError);
+        assert!(err.message().contains("readonly"), "{}", err.message());
+    }
+    assert_eq!(e.get_session(&json!("main")).unwrap().unwrap()["label"], "kept");
+    assert_eq!(e.list_sessions(&Value::Null).unwrap()["count"], 2);
+    e.store().inject_fault(None).unwrap();
+    e.upsert_session(&json!("main"), &json!({"label": "changed"})).unwrap();
+    assert_eq!(e.get_session(&json!("main")).unwrap().unwrap()["label"], "changed");
+}
