@@ -298,7 +298,7 @@ mod tests {
         until(|| (item(&orch, "k2").status == "failed").then_some(())).await;
         assert_eq!(item(&orch, "k2").attempts, 3);
         assert_eq!(item(&orch, "k2").last_error.as_deref(), Some("always down"));
-        let last = host.events().into_iter().filter(|e| e.kind == "delivery.failed").last().unwrap();
+        let last = host.events().into_iter().rfind(|e| e.kind == "delivery.failed").unwrap();
         assert_eq!(last.details["final"], json!(true));
 
         orch.engine.upsert_session(&json!("agent:main:quiet"), &json!({"sendPolicy": "deny"})).unwrap();

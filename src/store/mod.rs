@@ -223,6 +223,14 @@ fn open_error(path: &str, e: rusqlite::Error) -> Error {
 }
 
 /// Turns a row-level SQLite failure into our error (used with `?` below this module).
+impl Db<'_> {
+    /// `PRAGMA integrity_check` says `ok`.
+    pub fn integrity_ok(&self) -> Result<bool> {
+        let r: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(sql)?;
+        Ok(r == "ok")
+    }
+}
+
 /// A failure [`Store::inject_fault`] can make happen.
 #[cfg(test)]
 #[derive(Debug, Clone, Copy)]
@@ -455,13 +463,5 @@ mod tests {
             keys(&ListFilter { active_since: Some(150), ..base.clone() }),
             ["agent:main:b", "agent:main:subagent:c"]
         );
-    }
-}
-
-impl Db<'_> {
-    /// `PRAGMA integrity_check` says `ok`.
-    pub fn integrity_ok(&self) -> Result<bool> {
-        let r: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(sql)?;
-        Ok(r == "ok")
     }
 }
