@@ -48,6 +48,9 @@ pub struct RunOptions {
     pub spawned_by: Option<String>,
     pub timeout_ms: u64,
     pub chain_id: String,
+    /// The request's `idempotencyKey` when it is not the run id: one key for every try of one
+    /// announce, so a host that drops repeated keys acts once.
+    pub idempotency_key: Option<String>,
 }
 
 impl RunOptions {
@@ -67,6 +70,7 @@ impl RunOptions {
             spawned_by: None,
             timeout_ms,
             chain_id: chain_id.into(),
+            idempotency_key: None,
         }
     }
 }

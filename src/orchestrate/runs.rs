@@ -262,7 +262,7 @@ impl Runs {
         .map_err(|e| e.message().to_owned())?;
         let req = AgentRunRequest {
             run_id: run_id.to_owned(),
-            idempotency_key: run_id.to_owned(),
+            idempotency_key: spec.options.idempotency_key.clone().unwrap_or_else(|| run_id.to_owned()),
             session_key: spec.session_key.clone(),
             session_id,
             agent_id,
