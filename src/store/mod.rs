@@ -135,7 +135,7 @@ impl Store {
             Some(Fault::ReadOnly) => (i64::from(u32::MAX >> 1), true),
             None => (i64::from(u32::MAX >> 1), false),
         };
-        conn.query_row(&format!("PRAGMA max_page_count = {max_pages}"), [], |_| Ok(())).map_err(sql)?;
+        conn.pragma_update(None, "max_page_count", max_pages).map_err(sql)?;
         conn.pragma_update(None, "query_only", query_only).map_err(sql)?;
         Ok(())
     }

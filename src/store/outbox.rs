@@ -24,8 +24,12 @@ pub struct OutboxRow {
     pub last_error: Option<String>,
 }
 
-const COLUMNS: &str =
-    "id, idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, last_error, owner, lease_until";
+/// The columns [`row`] reads, as a literal so that every statement stays one constant string.
+macro_rules! columns {
+    () => {
+        "id, idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, last_error, owner, lease_until"
+    };
+}
 
 fn row(r: &Row<'_>) -> rusqlite::Result<(OutboxRow, Option<String>, Option<i64>)> {
     let payload: String = r.get(4)?;
@@ -81,9 +85,10 @@ impl Db<'_> {
     ) -> Result<Vec<OutboxRow>> {
         let mut st = self
             .conn
-            .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?1
-                 ORDER BY next_attempt_at, id LIMIT ?2"
+            .prepare_cached(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?2"
             ))
             .map_err(sql)?;
         let candidates = st
@@ -153,7 +158,7 @@ impl Db<'_> {
     pub fn outbox_item(&self, idempotency_key: &str) -> Result<Option<OutboxRow>> {
         let mut st = self
             .conn
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM outbox WHERE idempotency_key = ?1"))
+            .prepare_cached(concat!("SELECT ", columns!(), " FROM outbox WHERE idempotency_key = ?1"))
             .map_err(sql)?;
         st.query_row([idempotency_key], row).optional().map(|o| o.map(|(r, _, _)| r)).map_err(sql)
     }
@@ -165,7 +170,8 @@ impl Db<'_> {
 
     /// Every item, oldest first (for tests and `stats`).
     pub fn outbox_items(&self) -> Result<Vec<OutboxRow>> {
-        let mut st = self.conn.prepare_cached(&format!("SELECT {COLUMNS} FROM outbox ORDER BY id")).map_err(sql)?;
+        let mut st =
+            self.conn.prepare_cached(concat!("SELECT ", columns!(), " FROM outbox ORDER BY id")).map_err(sql)?;
         let rows = st.query_map([], row).map_err(sql)?.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?;
         Ok(rows.into_iter().map(|(r, _, _)| r).collect())
     }
