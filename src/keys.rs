@@ -343,7 +343,17 @@ impl KeyModel {
     /// [`MAX_KEY_LEN`] (a long bare key plus its prefix) is refused as too long as well.
     pub fn canonical(&self, raw: &str) -> Result<String> {
         let key = self.check_raw(raw, "key")?;
-        let canonical = self.canonical_of_checked(key);
+        // Iterated to its fixed point (a trailing blank inside a bare key is trimmed once it is
+        // the end of a canonical key), so the canonical form of a canonical key is itself.
+        let no_name = || Error::invalid_request("invalid key: it has no name between its colons");
+        let mut canonical = js_trim(&self.canonical_of_checked(key).ok_or_else(no_name)?).to_string();
+        for _ in 0..4 {
+            let next = js_trim(&self.canonical_of_checked(&canonical).ok_or_else(no_name)?).to_string();
+            if next == canonical {
+                break;
+            }
+            canonical = next;
+        }
         // A bare key grows by its `agent:<id>:` prefix; what comes out must still be a key the
         // engine accepts when it is handed back.
         if canonical.len() > MAX_KEY_LEN {
@@ -352,21 +362,27 @@ impl KeyModel {
         Ok(canonical)
     }
 
-    fn canonical_of_checked(&self, key: &str) -> String {
+    /// The canonical form of a checked key; `None` for a key with no name in it (only colons).
+    /// Always a fixed point: the canonical form of a canonical key is itself (empty segments
+    /// are dropped from bare keys as from agent keys, so `a::b` and `agent:main:a::b` are one
+    /// session).
+    fn canonical_of_checked(&self, key: &str) -> Option<String> {
         if key == "global" || key == "unknown" {
-            return key.to_string();
+            return Some(key.to_string());
         }
         if let Some(AgentKey { agent_id, rest }) = parse_agent_key(key) {
-            return if rest == DEFAULT_MAIN_KEY || rest == self.main_key {
+            return Some(if rest == DEFAULT_MAIN_KEY || rest == self.main_key {
                 self.main_session_key_of(&agent_id)
             } else {
                 format!("agent:{agent_id}:{rest}")
-            };
+            });
         }
         if key == DEFAULT_MAIN_KEY || key == self.main_key {
-            return self.main_session_key();
+            return Some(self.main_session_key());
         }
-        format!("agent:{}:{key}", self.default_agent)
+        let prefixed = format!("agent:{}:{key}", self.default_agent);
+        parse_agent_key(&prefixed)?;
+        self.canonical_of_checked(&prefixed)
     }
 
     /// Tool-level resolution of a key-like input for a requester of agent `requester_agent`
@@ -502,6 +518,24 @@ mod tests {
     fn global() -> KeyModel {
         KeyModel::new(true, "main", "ops")
     }
+    #[test]
+    fn empty_segments_collapse_so_a_canonical_key_is_its_own_canonical_form() {
+        // found by the property test: `a::b` used to be stored as `agent:main:a::b`, whose own
+        // canonical form is `agent:main:a:b`, so the session could not be found again by its key
+        let km = KeyModel::new(false, "main", "main");
+        assert_eq!(km.canonical("a::b").unwrap(), "agent:main:a:b");
+        assert_eq!(km.canonical("agent:main:a::b").unwrap(), "agent:main:a:b");
+        assert_eq!(km.canonical(":main").unwrap(), "agent:main:main");
+        let home = KeyModel::new(false, "home", "main");
+        assert_eq!(home.canonical(":main").unwrap(), "agent:main:home");
+        assert_eq!(home.canonical(&home.canonical(":main").unwrap()).unwrap(), "agent:main:home");
+        for only_colons in ["::::", ":", " : "] {
+            let (code, msg) = refusal(km.canonical(only_colons));
+            assert_eq!(code, ErrorCode::InvalidRequest, "{only_colons}");
+            assert!(msg.contains("no name"), "{msg}");
+        }
+    }
+
     fn refusal(r: Result<impl std::fmt::Debug>) -> (ErrorCode, String) {
         let e = r.expect_err("expected a refusal");
         (e.code(), e.message().to_string())

@@ -16,6 +16,8 @@ pub mod entry;
 pub mod error;
 #[cfg(test)]
 mod faults_test;
+#[cfg(test)]
+mod fuzz_test;
 pub mod host;
 pub mod js;
 pub mod keys;

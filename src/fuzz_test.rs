@@ -1,0 +1,222 @@
+//! Property tests (issue 6): the parsers and matchers that read untrusted text (keys, send
+//! policy rules, allow-list globs, config, tool params and contexts, host results) are total:
+//! any input gives an answer or a clear error, never a panic, and the answers keep their
+//! invariants. `npm run fuzz` runs these with many more cases (`PROPTEST_CASES`).
+
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::config::{Config, PolicyAction};
+use crate::engine::Engine;
+use crate::error::ErrorCode;
+use crate::keys::KeyModel;
+use crate::policy::a2a::matches_allow;
+use crate::policy::send::{resolve_send_policy, PolicySubject};
+use crate::store::Store;
+
+/// Text with the odd parts models and configs carry: colons, case, NUL, surrogate-adjacent
+/// and combining characters, RTL marks, long runs, `__proto__`.
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z0-9:_ -]{0,24}",
+        "(agent|AGENT|Agent)?:?[a-z]{0,6}:(main|subagent|group|channel|cron|discord|thread|topic)?:?[a-z0-9.:-]{0,12}",
+        any::<String>(),
+        Just("__proto__".to_owned()),
+        Just("\0".to_owned()),
+        Just("a\u{0}b:c".to_owned()),
+        Just("\u{202e}agent:main:main".to_owned()),
+        Just("e\u{301}:\u{1F600}".to_owned()),
+        Just("::::".to_owned()),
+        "x{300,700}",
+    ]
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)),
+        text().prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((text(), inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+        ]
+    })
+}
+
+/// Objects with the field names the tools and the config read, and arbitrary values.
+fn shaped(names: &'static [&'static str]) -> impl Strategy<Value = Value> {
+    prop::collection::vec((prop::sample::select(names), json_value()), 0..6)
+        .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
+}
+
+const TOOL_FIELDS: &[&str] = &[
+    "sessionKey",
+    "limit",
+    "kinds",
+    "activeMinutes",
+    "messageLimit",
+    "includeTools",
+    "maxChars",
+    "label",
+    "agentId",
+    "message",
+    "timeoutSeconds",
+    "task",
+    "model",
+    "thinking",
+    "cleanup",
+    "__proto__",
+];
+const CTX_FIELDS: &[&str] = &[
+    "agentSessionKey",
+    "agentChannel",
+    "agentAccountId",
+    "agentTo",
+    "agentThreadId",
+    "sandboxed",
+    "requesterAgentIdOverride",
+    "runId",
+    "agentGroupId",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn canonical_keys_are_total_and_idempotent(raw in text(), global in any::<bool>(), main in "[a-z]{0,6}") {
+        let km = KeyModel::new(global, &main, "main");
+        if let Ok(k) = km.canonical(&raw) {
+            prop_assert_eq!(km.canonical(&k).ok(), Some(k.clone()), "canonical(canonical(x)) != canonical(x)");
+            let agent = km.agent_id_of(&k);
+            let _ = km.display(&k, &agent);
+            let kind = km.classify_kind(&k, false);
+            let _ = km.derive_channel(&k, kind, None, None);
+            let _ = km.store_keys(&raw);
+        } else {
+            let e = km.canonical(&raw).unwrap_err();
+            prop_assert_eq!(e.code(), ErrorCode::InvalidRequest);
+        }
+        let _ = km.resolve_for(&raw, "main");
+        let _ = crate::keys::parse_group_key(&raw);
+        let _ = crate::orchestrate::announce_target::from_key(&raw);
+    }
+
+    #[test]
+    fn a_matching_deny_rule_always_denies_unless_the_entry_says_otherwise(
+        rules in prop::collection::vec(shaped(&["action", "match"]), 0..5),
+        key in text(), channel in proptest::option::of(text()), chat in proptest::option::of(text()),
+        entry_policy in proptest::option::of(prop_oneof![Just("allow".to_owned()), Just("deny".to_owned()), text()]),
+    ) {
+        let mut all = rules.clone();
+        all.push(json!({"action": "deny"}));
+        for (rules, must_deny) in [(rules, false), (all, true)] {
+            let Ok(cfg) = Config::from_json(&json!({"session": {"sendPolicy": {"rules": rules}}})) else { continue };
+            let subject = PolicySubject { send_policy: entry_policy.as_deref(), channel: channel.as_deref(), last_channel: None, chat_type: chat.as_deref() };
+            let canonical = cfg.key_model().canonical(&key).unwrap_or_default();
+            let got = resolve_send_policy(cfg.send_policy.as_ref(), subject, &key, &canonical, channel.as_deref(), chat.as_deref());
+            let override_ = entry_policy.as_deref().map(|p| crate::js::js_trim(p).to_lowercase());
+            match override_.as_deref() {
+                Some("allow") => prop_assert_eq!(got, PolicyAction::Allow),
+                Some("deny") => prop_assert_eq!(got, PolicyAction::Deny),
+                _ if must_deny => prop_assert_eq!(got, PolicyAction::Deny),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn allow_globs_match_every_expansion_of_their_stars(parts in prop::collection::vec("[a-z*?.()\\[\\]+^$|\\\\]{0,4}", 1..4), fills in prop::collection::vec("[a-z.]{0,5}", 4)) {
+        let pattern = parts.join("*");
+        let mut id = String::new();
+        for (i, p) in parts.iter().enumerate() {
+            id.push_str(&p.replace('*', ""));
+            if i + 1 < parts.len() { id.push_str(&fills[i % fills.len()]); }
+        }
+        let pattern_clean: String = parts.iter().map(|p| p.replace('*', "")).collect::<Vec<_>>().join("*");
+        if pattern_clean.trim() == pattern_clean && !pattern_clean.is_empty() && pattern_clean.contains('*') {
+            prop_assert!(matches_allow(std::slice::from_ref(&pattern_clean), &id), "{pattern_clean} should match {id}");
+        }
+        let _ = matches_allow(&[pattern], &id);
+        prop_assert!(matches_allow(&["*".to_owned()], &id));
+    }
+
+    #[test]
+    fn any_config_is_accepted_or_refused_with_invalid_config(cfg in shaped(&["session", "tools", "agents", "messages", "models"])) {
+        if let Err(e) = Config::from_json(&cfg) {
+            prop_assert_eq!(e.code(), ErrorCode::InvalidConfig);
+        }
+    }
+
+    #[test]
+    fn host_results_are_read_or_refused_with_a_reason(v in json_value(), shaped_v in shaped(&["messages", "reply", "usage", "model", "provider"])) {
+        for v in [v, shaped_v] {
+            if let Err(e) = crate::host::AgentRunResult::from_json(&v, 0) {
+                prop_assert!(!e.is_empty());
+            }
+        }
+    }
+}
+
+fn tool_engine() -> Engine {
+    let e = Engine::new(Store::open(":memory:").unwrap(), Config::default(), None);
+    e.upsert_session(&json!("main"), &json!({"label": "home"})).unwrap();
+    e.upsert_session(&json!("agent:main:discord:group:dev"), &json!({"spawnedBy": "agent:main:main"})).unwrap();
+    e.append_messages(
+        &json!("main"),
+        &json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "yo"}]}]),
+    )
+    .unwrap();
+    e
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// What a model sends never makes a read tool fail: every outcome is a payload; only a bad
+    /// ctx (the gateway's side) is an INVALID_REQUEST error.
+    #[test]
+    fn read_tools_answer_any_params_with_a_payload(params in shaped(TOOL_FIELDS), raw in json_value(), ctx in shaped(CTX_FIELDS)) {
+        let e = tool_engine();
+        for name in ["sessions_list", "sessions_history", "agents_list"] {
+            for p in [&params, &raw] {
+                match crate::tools::run(&e, name, p, &ctx, true) {
+                    Ok(v) => prop_assert!(v.get("details").is_some()),
+                    Err(err) => prop_assert_eq!(err.code(), ErrorCode::InvalidRequest),
+                }
+            }
+        }
+        // and the store is intact afterwards
+        prop_assert!(e.store().read(|db| db.integrity_ok()).unwrap());
+        prop_assert_eq!(e.list_sessions(&Value::Null).unwrap()["count"].clone(), json!(2));
+    }
+
+    /// The store methods refuse bad arguments with INVALID_REQUEST and never corrupt anything.
+    #[test]
+    fn store_methods_refuse_bad_arguments_cleanly(a in json_value(), b in json_value(), key in text()) {
+        let e = tool_engine();
+        let k = Value::from(key);
+        let results = [
+            e.upsert_session(&a, &b).map(|_| ()),
+            e.upsert_session(&k, &b).map(|_| ()),
+            e.patch_session(&a).map(|_| ()),
+            e.resolve_session(&a).map(|_| ()),
+            e.list_sessions(&a).map(|_| ()),
+            e.append_messages(&k, &b).map(|_| ()),
+            e.chat_history(&k, &b).map(|_| ()),
+            e.resolve_send_policy(&a).map(|_| ()),
+            e.handle_send_command(&a).map(|_| ()),
+            e.reset_session(&a).map(|_| ()),
+        ];
+        for r in results {
+            if let Err(err) = r {
+                prop_assert_eq!(err.code(), ErrorCode::InvalidRequest, "{}", err.message());
+            }
+        }
+        prop_assert!(e.store().read(|db| db.integrity_ok()).unwrap());
+    }
+}
