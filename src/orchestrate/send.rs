@@ -1159,6 +1159,40 @@ mod tests {
         assert_eq!(announces, [42_000, 42_000]);
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn d14_a_run_that_ends_before_the_wait_begins_is_ok_and_huge_timeouts_are_fine() {
+        let (orch, host) = open(Value::Null, FakeHost::replying("pong")).await;
+        for timeout in [json!(30), json!(1e300)] {
+            let out =
+                send(&orch, json!({"sessionKey": "main", "message": "ping", "timeoutSeconds": timeout}), Value::Null)
+                    .await;
+            assert_eq!(
+                (&out["status"], &out["reply"], &out["sessionKey"]),
+                (&json!("ok"), &json!("pong"), &json!("main"))
+            );
+        }
+        flows_end(&host, 2).await;
+        let primary = &host.requests()[0];
+        assert_eq!((primary.options.lane, primary.session_key.as_str()), (Lane::Nested, "agent:main:main"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reply_step_into_a_denied_session_ends_the_loop_and_the_announce_still_runs() {
+        let host = scripted(|k, _| Ok(if k == Kind::Announce { "summary" } else { "more" }.to_owned()));
+        let (orch, host) = open(Value::Null, host).await;
+        orch.engine().upsert_session(&json!("discord:group:req"), &json!({"sendPolicy": "deny"})).unwrap();
+        let out = send(&orch, json!({"sessionKey": "discord:group:t", "message": "m"}), discord_requester()).await;
+        assert_eq!(out["status"], "ok");
+        flows_end(&host, 1).await;
+        assert_eq!(kinds(&host), [Kind::Primary, Kind::Announce]);
+        let turn = host.events().into_iter().find(|e| e.kind == "a2a.turn").unwrap();
+        assert_eq!(turn.details["status"], "blocked");
+        let blocked = host.events().into_iter().find(|e| e.kind == "send.blocked").unwrap();
+        assert_eq!(blocked.session_key.as_deref(), Some("agent:main:discord:group:req"));
+        eventually("the announce is delivered", || host.deliveries().len() == 1).await;
+        assert_eq!(host.deliveries()[0]["message"], "summary");
+    }
+
     #[test]
     fn a_runs_reply_is_read_from_its_own_messages() {
         let incoming = |run: &str| json!({"role": "user", "content": [{"type": "text", "text": "q"}], "provenance": {"runId": run}});
@@ -1211,14 +1245,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_late_reply_after_timeout_still_gets_its_reply_back_and_announce() {
-        // The target session is busy for 1.3 s, so the primary (queued behind) outlives the 1 s
+        // The target session is busy for 1.7 s, so the primary (queued behind) outlives the 1 s
         // wait but not its own timeout, which starts when it runs.
         let host = FakeHost::new(|req| {
             let k = kind(&req);
             Box::pin(async move {
                 let reply = match k {
                     Kind::Other => {
-                        tokio::time::sleep(Duration::from_millis(1300)).await;
+                        tokio::time::sleep(Duration::from_millis(1700)).await;
                         "busy work done"
                     }
                     Kind::Primary => "late answer",
