@@ -47,6 +47,7 @@ impl Reply {
 fn describe(env: &Env, v: Unknown<'_>) -> String {
     let text = (|| -> Option<String> {
         match v.get_type().ok()? {
+            ValueType::Undefined | ValueType::Null => None,
             ValueType::String => unsafe { String::from_napi_value(env.raw(), v.raw()) }.ok(),
             ValueType::Object => {
                 let o: Object = unsafe { Object::from_napi_value(env.raw(), v.raw()) }.ok()?;

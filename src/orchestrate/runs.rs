@@ -232,7 +232,16 @@ impl Runs {
         if self.closed.load(AtomicOrdering::SeqCst) {
             return Outcome::Dropped;
         }
-        let timeout_ms = spec.options.timeout_ms;
+        // The host is asked to stop at `timeout_ms`. The engine stops waiting for it then too,
+        // except for sessions_send's runs (lane nested): a waited send's wait ends at its
+        // timeoutSeconds, but its run may go on up to the agents' default timeout, so that a
+        // late reply still gets its reply-back loop and announce (DECISIONS.md #1).
+        let timeout_ms = match spec.options.lane {
+            crate::host::Lane::Nested => {
+                spec.options.timeout_ms.max(engine.config().default_timeout_seconds.saturating_mul(1000))
+            }
+            _ => spec.options.timeout_ms,
+        };
         let call = self.call(engine, host, run_id, spec);
         match tokio::time::timeout(Duration::from_millis(timeout_ms.max(1)), call).await {
             _ if self.closed.load(AtomicOrdering::SeqCst) => Outcome::Dropped,

@@ -1065,7 +1065,9 @@ mod tests {
                 Ok(json!({"reply": "too late"}))
             })
         });
-        let (orch, host) = open(Value::Null, host).await;
+        // the wait ends at timeoutSeconds (1 s); the run may go on to the agents' default
+        // timeout (2 s here), which it outlives too
+        let (orch, host) = open(json!({"agents": {"defaults": {"timeoutSeconds": 2}}}), host).await;
         let out = send(
             &orch,
             json!({"sessionKey": "discord:group:t", "message": "m", "timeoutSeconds": 1}),
@@ -1074,8 +1076,7 @@ mod tests {
         .await;
         assert_eq!(out["status"], "timeout");
         assert_eq!(out["sessionKey"], "agent:main:discord:group:t");
-        // the run is aborted at its own timeout (timeoutSeconds) and never replied: whether the
-        // wait or the abort came first, nothing follows
+        // the run is aborted at the default timeout and never replied: nothing follows
         eventually("the run is aborted", || count(&host, "run.timeout") == 1).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(host.requests().len(), 1);
