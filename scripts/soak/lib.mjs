@@ -1,0 +1,192 @@
+// The long-running reliability checks of issue 6, shared by `npm run soak` (long) and the vitest
+// suite (a few iterations): a crash loop that SIGKILLs worker processes at random points, and a
+// contention run of several processes with two stores each on one file. Every check reads the
+// file afterwards with better-sqlite3 (PRAGMA integrity_check, the rows themselves) and reopens
+// it with the addon, so recovery is exercised too. Returns counts and the invariant violations.
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const require = createRequire(import.meta.url)
+const here = path.dirname(fileURLToPath(import.meta.url))
+const WORKER = path.join(here, 'worker.cjs')
+export const INDEX = path.join(here, '..', '..', 'index.js')
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+function runWorker(env, killAfterMs) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [WORKER], { env: { ...process.env, ST_INDEX: INDEX, ...env } })
+    let out = ''
+    let killed = false
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    let timer
+    if (killAfterMs !== undefined) {
+      timer = setTimeout(() => {
+        killed = true
+        child.kill('SIGKILL')
+      }, killAfterMs)
+    }
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ lines: out.split('\n').filter(Boolean), code, signal, killed })
+    })
+  })
+}
+
+function acksOf(lines) {
+  const msgs = new Map()
+  const upserts = new Map()
+  const errors = []
+  let runs = 0
+  for (const l of lines) {
+    const p = l.split(' ')
+    if (p[0] === 'ACK' && p[1] === 'msg') {
+      if (!msgs.has(p[2])) msgs.set(p[2], [])
+      msgs.get(p[2]).push(p[3])
+    } else if (p[0] === 'ACK' && p[1] === 'upsert') upserts.set(p[2], Number(p[3]))
+    else if (p[0] === 'ACK') runs++
+    else if (p[0] === 'ERR') errors.push(l)
+  }
+  return { msgs, upserts, errors, runs }
+}
+
+/** Reads the file directly: integrity, the messages of `key` in order, an entry. */
+function inspect(db) {
+  const Database = require('better-sqlite3')
+  const conn = new Database(db, { fileMustExist: true })
+  try {
+    const integrity = conn.pragma('integrity_check', { simple: true })
+    const sid = (key) => conn.prepare('SELECT session_id FROM sessions WHERE key = ?').pluck().get(key)
+    return {
+      integrity,
+      messages: (key) => {
+        const s = sid(key)
+        if (!s) return []
+        return conn.prepare('SELECT seq, message FROM messages WHERE session_id = ? ORDER BY seq').all(s).map((r) => ({ seq: r.seq, text: JSON.parse(r.message).content }))
+      },
+      entry: (key) => {
+        const e = conn.prepare('SELECT entry FROM sessions WHERE key = ?').pluck().get(key)
+        return e ? JSON.parse(e) : undefined
+      },
+      scalar: (sql) => conn.prepare(sql).pluck().get(),
+      close: () => conn.close(),
+    }
+  } catch (e) {
+    conn.close()
+    throw e
+  }
+}
+
+/** Opens the file with the addon (recovery runs), lets the outbox and every run settle. */
+async function reopenAndSettle(db, seen) {
+  const { SessionTools } = require(INDEX)
+  const st = await SessionTools.open({
+    path: db,
+    config: { session: { outbox: { backoffMs: 10 } } },
+    runAgent: async (req) => {
+      if (req.lane === 'announce') seen.push(req.idempotencyKey)
+      return { reply: 'ANNOUNCE_SKIP' }
+    },
+    deliver: async () => {},
+  })
+  const end = Date.now() + 15_000
+  let settled = false
+  while (Date.now() < end) {
+    const v = inspect(db)
+    const pending = v.scalar("SELECT count(*) FROM outbox WHERE status = 'pending'")
+    const running = v.scalar("SELECT count(*) FROM runs WHERE status = 'running'")
+    v.close()
+    if (pending === 0 && running === 0) {
+      settled = true
+      break
+    }
+    await sleep(20)
+  }
+  await st.close()
+  return settled
+}
+
+/** SIGKILLs `iterations` workers at random points, checking the file after each. */
+export async function crashLoop({ db, iterations, log = () => {} }) {
+  const violations = []
+  const announceKeys = []
+  let kills = 0
+  let acked = 0
+  for (let i = 0; i < iterations; i++) {
+    const killAfter = 40 + Math.floor(Math.random() * 360)
+    const r = await runWorker({ ST_DB: db, SOAK_MODE: 'crash', SOAK_ID: String(i) }, killAfter)
+    if (r.killed) kills++
+    const a = acksOf(r.lines)
+    for (const e of a.errors) violations.push(`iteration ${i}: ${e}`)
+    const v = inspect(db)
+    if (v.integrity !== 'ok') violations.push(`iteration ${i}: integrity_check says ${v.integrity}`)
+    for (const [key, ns] of a.msgs) {
+      const rows = v.messages(key)
+      const texts = rows.map((m) => m.text)
+      // every acknowledged message is there, in order, once; the rows are exactly m0..m(k-1)
+      const expected = rows.map((_, j) => `m${j}`)
+      if (JSON.stringify(texts) !== JSON.stringify(expected)) violations.push(`iteration ${i}: ${key} holds ${texts.length} rows out of sequence`)
+      const seqs = rows.map((m) => m.seq)
+      if (new Set(seqs).size !== seqs.length) violations.push(`iteration ${i}: ${key} has duplicate seq`)
+      for (const n of ns) if (!texts.includes(`m${n}`)) violations.push(`iteration ${i}: acknowledged message m${n} of ${key} is missing`)
+      acked += ns.length
+    }
+    for (const [key, value] of a.upserts) {
+      const e = v.entry(key)
+      if (!e || e.soakValue < value) violations.push(`iteration ${i}: acknowledged upsert ${key}=${value} lost (found ${e?.soakValue})`)
+      acked++
+    }
+    acked += a.runs
+    v.close()
+    // every few kills, a fresh process reopens the file: recovery must end every run and
+    // settle every announce
+    if (i % 5 === 4 || i === iterations - 1) {
+      if (!(await reopenAndSettle(db, announceKeys))) violations.push(`iteration ${i}: runs or announces did not settle after reopening`)
+    }
+    log(`crash ${i + 1}/${iterations}: killed after ${killAfter} ms, ${a.msgs.size ? [...a.msgs.values()][0].length : 0} messages acknowledged`)
+  }
+  const v = inspect(db)
+  const pendingAnnounces = v.scalar("SELECT count(*) FROM subagent_runs WHERE announce_status = 'pending'")
+  const stillRunning = v.scalar("SELECT count(*) FROM runs WHERE status = 'running'")
+  const subagents = v.scalar('SELECT count(*) FROM subagent_runs')
+  v.close()
+  if (pendingAnnounces) violations.push(`${pendingAnnounces} sub-agent announces still pending at the end`)
+  if (stillRunning) violations.push(`${stillRunning} runs still marked running at the end`)
+  const dup = announceKeys.length - new Set(announceKeys).size
+  if (dup) violations.push(`${dup} announces seen twice by the reopening host under one key`)
+  return { iterations, kills, acked, subagents, violations }
+}
+
+/** `procs` processes × 2 stores each writing one file for `seconds`, readers alongside. */
+export async function contention({ db, procs, seconds }) {
+  const runs = await Promise.all(
+    Array.from({ length: procs }, (_, p) => runWorker({ ST_DB: db, SOAK_MODE: 'contention', SOAK_ID: String(p), SOAK_SECONDS: String(seconds) })),
+  )
+  const violations = []
+  let writes = 0
+  const all = []
+  runs.forEach((r, p) => {
+    const a = acksOf(r.lines)
+    for (const e of a.errors) violations.push(`process ${p}: ${e}`)
+    if (r.code !== 0) violations.push(`process ${p} exited with ${r.code ?? r.signal}`)
+    for (const ns of a.msgs.values()) all.push(...ns)
+    writes += [...a.msgs.values()].reduce((n, l) => n + l.length, 0) + a.upserts.size
+    const v = inspect(db)
+    for (const [key, value] of a.upserts) {
+      const e = v.entry(key)
+      if (!e || e.soakValue !== value) violations.push(`lost update: ${key} should be ${value}, is ${e?.soakValue}`)
+    }
+    v.close()
+  })
+  const v = inspect(db)
+  const texts = v.messages('agent:main:shared').map((m) => m.text)
+  if (v.integrity !== 'ok') violations.push(`integrity_check says ${v.integrity}`)
+  v.close()
+  if (texts.length !== all.length) violations.push(`shared transcript holds ${texts.length} messages, ${all.length} were acknowledged`)
+  const have = new Set(texts)
+  for (const t of all) if (!have.has(`c${t}`)) violations.push(`acknowledged message c${t} missing`)
+  if (new Set(texts).size !== texts.length) violations.push('duplicate messages in the shared transcript')
+  return { procs, seconds, writes, violations }
+}
