@@ -51,6 +51,20 @@ fn entry_id(seq: i64) -> String {
     format!("{:08x}", seq & 0xffff_ffff)
 }
 
+/// The version-3 header line of a transcript (REFERENCE.md §2.6), without its newline.
+pub fn header_line(session_id: &str, now: i64) -> String {
+    let cwd = std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    json!({"type": "session", "version": 3, "id": session_id, "timestamp": iso(now), "cwd": cwd}).to_string()
+}
+
+/// The entry line of the message with sequence number `seq`, chained to the one before by
+/// `parentId`, without its newline.
+pub fn message_line(seq: i64, message: &Value, now: i64) -> String {
+    let parent = if seq > 1 { Value::from(entry_id(seq - 1)) } else { Value::Null };
+    json!({"type": "message", "id": entry_id(seq), "parentId": parent, "timestamp": iso(now), "message": message})
+        .to_string()
+}
+
 /// Appends messages (their JSON texts, with the sequence number of the first) to the session's
 /// mirror file, writing the version-3 header first when the file is new. Errors are returned
 /// for the caller to report; they never undo anything.
@@ -59,17 +73,12 @@ pub fn append(dir: &Path, session_id: &str, first_seq: i64, messages: &[String],
     fs::create_dir_all(dir)?;
     let mut out = String::new();
     if !file.exists() {
-        let cwd = std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-        let header = json!({"type": "session", "version": 3, "id": session_id, "timestamp": iso(now), "cwd": cwd});
-        out.push_str(&header.to_string());
+        out.push_str(&header_line(session_id, now));
         out.push('\n');
     }
     for (i, text) in messages.iter().enumerate() {
-        let seq = first_seq + i as i64;
         let message: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        let parent = if seq > 1 { Value::from(entry_id(seq - 1)) } else { Value::Null };
-        let line = json!({"type": "message", "id": entry_id(seq), "parentId": parent, "timestamp": iso(now), "message": message});
-        out.push_str(&line.to_string());
+        out.push_str(&message_line(first_seq + i as i64, &message, now));
         out.push('\n');
     }
     let mut opts = OpenOptions::new();
