@@ -127,7 +127,15 @@ impl Importer<'_> {
         out
     }
 
-    fn read_store(&mut self, path: &Path, agent: &str, into: &mut Vec<Candidate>, index: &mut HashMap<String, usize>) {
+    /// Reads one store file; `legacy` for the pre-multi-agent single store.
+    fn read_store(
+        &mut self,
+        path: &Path,
+        agent: &str,
+        legacy: bool,
+        into: &mut Vec<Candidate>,
+        index: &mut HashMap<String, usize>,
+    ) {
         let Some((real, text)) = self.read_file(path) else { return };
         let rel = relative(&self.root, path);
         let parsed = match json5::parse(&text) {
@@ -178,7 +186,8 @@ impl Importer<'_> {
             }
             let trimmed = raw_key.trim();
             let lower = trimmed.to_lowercase();
-            let legacy_direct = parse_agent_key(trimmed).is_none()
+            let legacy_direct = legacy
+                && parse_agent_key(trimmed).is_none()
                 && !matches!(lower.as_str(), "global" | "unknown")
                 && lower != self.km.main_key()
                 && lower != "main"
@@ -268,8 +277,8 @@ impl Importer<'_> {
         t.messages
     }
 
-    /// §2.8: when an agent has no main entry, its most recent legacy direct entry becomes it
-    /// too (copied, so nothing is lost under its own key).
+    /// §2.8: when an agent has no main entry, the most recent direct entry of the legacy single
+    /// store becomes it too (copied, so nothing is lost under its own key).
     fn adopt_main_entries(&self, cands: &mut Vec<Candidate>, index: &mut HashMap<String, usize>) {
         let mut best: HashMap<String, usize> = HashMap::new();
         for (i, c) in cands.iter().enumerate() {
@@ -475,8 +484,8 @@ pub fn import_state_dir(store: &Store, km: &KeyModel, dir: &Path, now: i64) -> R
     let mut imp = Importer { root, km, now, report: ImportReport::default() };
     let mut cands = Vec::new();
     let mut index = HashMap::new();
-    for (path, agent) in imp.store_files() {
-        imp.read_store(&path, &agent, &mut cands, &mut index);
+    for (i, (path, agent)) in imp.store_files().into_iter().enumerate() {
+        imp.read_store(&path, &agent, i == 0, &mut cands, &mut index);
     }
     imp.adopt_main_entries(&mut cands, &mut index);
 
