@@ -225,6 +225,17 @@ describe('importStateDir (API.md §5, REFERENCE.md §2.8)', () => {
     expect(await dump(b)).toEqual(await dump(st))
   })
 
+  test('given a file store with the default mirror when a folder is imported then imported transcripts are mirrored too', async () => {
+    const { st, dir } = await openFile()
+    await st.importStateDir(gatewayFolder())
+    const list: any = await st.sessionsList({}, { agentSessionKey: 'agent:main:main' })
+    const main = list.sessions.find((s: any) => s.key === 'main')
+    expect(main.transcriptPath).toBe(path.join(dir, 'transcripts', 'sid-main.jsonl'))
+    const lines = fs.readFileSync(main.transcriptPath, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l))
+    expect(lines[0]).toMatchObject({ type: 'session', version: 3, id: 'sid-main' })
+    expect(lines.slice(1).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
+  })
+
   test('given JSON5 quirks, broken stores and a bad registry when imported then each bad part is reported and the rest imported', async () => {
     const root = tmpDir()
     write(root, 'agents/a/sessions/sessions.json', "{unquoted: {sessionId: 'x1', updatedAt: 0x10, note: 'it\\'s', }, /* c */ }")

@@ -207,7 +207,13 @@ impl Engine {
     pub fn import_state_dir(&self, dir: &Value) -> Result<Value> {
         let dir = dir_arg(dir)?;
         let cfg = self.config();
-        let report = crate::migrate::import_state_dir(&self.store, cfg.key_model(), &dir, entry::now_ms())?;
+        let report = crate::migrate::import_state_dir(
+            &self.store,
+            cfg.key_model(),
+            self.mirror_dir.as_deref(),
+            &dir,
+            entry::now_ms(),
+        )?;
         Ok(report.to_json())
     }
 

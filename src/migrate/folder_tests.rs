@@ -154,7 +154,7 @@ fn a_gateway_folder_imports_with_canonical_keys_messages_in_order_and_a_skip_rep
     let root = gateway_folder();
     let before = snapshot(&root);
     let store = Store::open(":memory:").unwrap();
-    let r = import_state_dir(&store, &km(), &root, 99).unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 99).unwrap();
     let (sessions, msgs, runs) = dump(&store);
     let keys: Vec<&str> = sessions.keys().map(String::as_str).collect();
     assert_eq!(
@@ -216,9 +216,9 @@ fn a_gateway_folder_imports_with_canonical_keys_messages_in_order_and_a_skip_rep
 fn a_second_import_adds_nothing() {
     let root = gateway_folder();
     let store = Store::open(":memory:").unwrap();
-    import_state_dir(&store, &km(), &root, 99).unwrap();
+    import_state_dir(&store, &km(), None, &root, 99).unwrap();
     let first = dump(&store);
-    let again = import_state_dir(&store, &km(), &root, 100).unwrap();
+    let again = import_state_dir(&store, &km(), None, &root, 100).unwrap();
     assert_eq!((again.sessions, again.messages, again.runs), (0, 0, 0));
     assert_eq!(dump(&store), first);
 }
@@ -227,12 +227,12 @@ fn a_second_import_adds_nothing() {
 fn import_export_import_yields_the_same_store() {
     let root = gateway_folder();
     let a = Store::open(":memory:").unwrap();
-    import_state_dir(&a, &km(), &root, 99).unwrap();
+    import_state_dir(&a, &km(), None, &root, 99).unwrap();
     let out = tmp("out");
     let ex = export_state_dir(&a, &km(), &out).unwrap();
     assert_eq!((ex.sessions, ex.messages, ex.runs), (8, 8, 2));
     let b = Store::open(":memory:").unwrap();
-    let r = import_state_dir(&b, &km(), &out, 99).unwrap();
+    let r = import_state_dir(&b, &km(), None, &out, 99).unwrap();
     assert!(r.skipped.is_empty(), "{:?}", r.skipped);
     assert_eq!(dump(&b), dump(&a));
     // the gateway's own formats
@@ -267,14 +267,14 @@ fn an_entry_already_in_the_store_is_replaced_only_by_a_newer_one() {
     let store = Store::open(":memory:").unwrap();
     let e = json!({"sessionId": "s0", "updatedAt": 20, "label": "mine"}).as_object().cloned().unwrap();
     store.write(|db| db.put_session("agent:main:a", &e)).unwrap();
-    assert_eq!(import_state_dir(&store, &km(), &root, 1).unwrap().sessions, 0);
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 1).unwrap().sessions, 0);
     assert_eq!(dump(&store).0["agent:main:a"]["label"], "mine");
     write(
         &root,
         "agents/main/sessions/sessions.json",
         r#"{"agent:main:a": {"sessionId": "s1", "updatedAt": 30, "label": "new"}}"#,
     );
-    assert_eq!(import_state_dir(&store, &km(), &root, 1).unwrap().sessions, 1);
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 1).unwrap().sessions, 1);
     assert_eq!(dump(&store).0["agent:main:a"]["label"], "new");
 }
 
@@ -287,7 +287,7 @@ fn a_legacy_direct_entry_becomes_the_main_entry_when_there_is_none() {
         r#"{"+1": {"sessionId": "a", "updatedAt": 1}, "+2": {"sessionId": "b", "updatedAt": 2}}"#,
     );
     let store = Store::open(":memory:").unwrap();
-    import_state_dir(&store, &km(), &root, 1).unwrap();
+    import_state_dir(&store, &km(), None, &root, 1).unwrap();
     let s = dump(&store).0;
     assert_eq!(s["agent:main:main"]["sessionId"], "b");
     assert!(s.contains_key("agent:main:+1") && s.contains_key("agent:main:+2"));
@@ -300,10 +300,10 @@ fn bad_files_are_reported_never_fatal_and_a_missing_folder_is_an_error() {
     write(&root, "agents/x/sessions/sessions.json", "[]");
     write(&root, "subagents/runs.json", r#"{"version": 7, "runs": {}}"#);
     let store = Store::open(":memory:").unwrap();
-    let r = import_state_dir(&store, &km(), &root, 1).unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 1).unwrap();
     assert_eq!(r.skipped.len(), 3, "{:?}", r.skipped);
     assert!(r.skipped[0].reason.contains("line 1"));
-    let err = import_state_dir(&store, &km(), &root.join("missing"), 1).unwrap_err();
+    let err = import_state_dir(&store, &km(), None, &root.join("missing"), 1).unwrap_err();
     assert_eq!(err.code(), crate::error::ErrorCode::StoreError);
 }
 
@@ -316,7 +316,7 @@ fn a_symbolic_link_out_of_the_folder_is_not_followed() {
     write(&root, "agents/main/sessions/sessions.json", r#"{"agent:main:a": {"sessionId": "s1", "updatedAt": 1}}"#);
     std::os::unix::fs::symlink(outside.join("secret.jsonl"), root.join("agents/main/sessions/s1.jsonl")).unwrap();
     let store = Store::open(":memory:").unwrap();
-    let r = import_state_dir(&store, &km(), &root, 1).unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 1).unwrap();
     assert_eq!(r.messages, 0);
     assert!(r.skipped.iter().any(|s| s.file == "agents/main/sessions/s1.jsonl"), "{:?}", r.skipped);
 }
@@ -337,4 +337,30 @@ fn export_writes_no_transcript_for_a_session_id_that_is_not_a_file_name() {
     assert_eq!((r.sessions, r.messages, r.files), (1, 0, 1));
     assert_eq!(r.skipped.len(), 1);
     assert_eq!(snapshot(&out).len(), 1);
+}
+
+#[test]
+fn an_entry_without_updated_at_is_imported_once() {
+    let root = tmp("noupdated");
+    write(&root, "agents/main/sessions/sessions.json", r#"{"agent:main:a": {"sessionId": "s1"}}"#);
+    let store = Store::open(":memory:").unwrap();
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 100).unwrap().sessions, 1);
+    assert_eq!(dump(&store).0["agent:main:a"]["updatedAt"], 100);
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 200).unwrap().sessions, 0);
+    assert_eq!(dump(&store).0["agent:main:a"]["updatedAt"], 100);
+}
+
+#[test]
+fn imported_messages_are_mirrored_as_appended_ones_are() {
+    let root = gateway_folder();
+    let mirror = tmp("mirror");
+    let store = Store::open(":memory:").unwrap();
+    import_state_dir(&store, &km(), Some(&mirror), &root, 99).unwrap();
+    let text = fs::read_to_string(mirror.join("sid-main.jsonl")).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[2]["message"]["content"][0]["text"], "two");
+    import_state_dir(&store, &km(), Some(&mirror), &root, 99).unwrap();
+    assert_eq!(fs::read_to_string(mirror.join("sid-main.jsonl")).unwrap(), text);
 }

@@ -54,6 +54,9 @@ struct Candidate {
     key: String,
     entry: Entry,
     updated: i64,
+    /// `updatedAt` was missing and became the import's "now": never newer than a stored entry,
+    /// so that importing again changes nothing
+    updated_missing: bool,
     /// the raw key already was the canonical one (wins a tie)
     was_canonical: bool,
     /// a legacy direct chat key (may become the main entry, §2.8)
@@ -69,6 +72,7 @@ struct Candidate {
 struct Importer<'a> {
     root: PathBuf,
     km: &'a KeyModel,
+    mirror_dir: Option<&'a Path>,
     now: i64,
     report: ImportReport,
 }
@@ -168,6 +172,7 @@ impl Importer<'_> {
                 }
             };
             entry::migrate_legacy_fields(&mut e);
+            let updated_missing = !e.get("updatedAt").and_then(Value::as_f64).is_some_and(f64::is_finite);
             let updated = match e.get("updatedAt").and_then(Value::as_f64).filter(|f| f.is_finite()) {
                 Some(f) => f.floor() as i64,
                 None => {
@@ -200,6 +205,7 @@ impl Importer<'_> {
                 key,
                 entry: e,
                 updated,
+                updated_missing,
                 legacy_direct,
                 agent: agent.to_owned(),
                 store_dir: store_dir.clone(),
@@ -301,6 +307,7 @@ impl Importer<'_> {
                 key: main.clone(),
                 entry: src.entry.clone(),
                 updated: src.updated,
+                updated_missing: src.updated_missing,
                 was_canonical: false,
                 legacy_direct: false,
                 agent: src.agent.clone(),
@@ -315,13 +322,14 @@ impl Importer<'_> {
 
     /// Writes one batch of entries with their transcripts in one transaction.
     fn write_batch(&mut self, store: &Store, batch: &[(usize, Option<Messages>)], cands: &[Candidate]) -> Result<()> {
+        let (mirror_dir, now) = (self.mirror_dir, self.now);
         let (sessions, messages) = store.write(|db| {
             let (mut sessions, mut messages) = (0u64, 0u64);
             for (i, transcript) in batch {
                 let c = &cands[*i];
                 let sid = entry::str_field(&c.entry, "sessionId").unwrap_or_default();
                 let stored_sid = match db.session(&c.key)? {
-                    Some(existing) if entry::updated_at(&existing) >= c.updated => {
+                    Some(existing) if c.updated_missing || entry::updated_at(&existing) >= c.updated => {
                         entry::str_field(&existing, "sessionId").unwrap_or_default().to_owned()
                     }
                     _ => {
@@ -337,8 +345,15 @@ impl Importer<'_> {
                 }
                 let have = db.message_count(sid)? as usize;
                 if msgs.len() > have {
-                    db.append_messages(sid, &msgs[have..])?;
-                    messages += (msgs.len() - have) as u64;
+                    let added = &msgs[have..];
+                    let first = db.append_messages(sid, added)?;
+                    messages += added.len() as u64;
+                    if let Some(dir) = mirror_dir {
+                        // As appendMessages does: inside the transaction, for the rows' order;
+                        // a failed mirror write fails nothing (SQLite is the source of truth).
+                        let texts: Vec<String> = added.iter().map(|(_, t)| t.clone()).collect();
+                        let _ = crate::mirror::append(dir, sid, first, &texts, now);
+                    }
                 }
             }
             Ok((sessions, messages))
@@ -475,13 +490,20 @@ fn run_row(v: &Value, v1: bool, km: &KeyModel, now: i64) -> std::result::Result<
     })
 }
 
-/// Imports the gateway state folder `dir` into `store` (API.md §5).
-pub fn import_state_dir(store: &Store, km: &KeyModel, dir: &Path, now: i64) -> Result<ImportReport> {
+/// Imports the gateway state folder `dir` into `store` (API.md §5); the messages it adds are
+/// also written to the JSONL mirror in `mirror_dir`, as appended messages are (DECISIONS.md #8).
+pub fn import_state_dir(
+    store: &Store,
+    km: &KeyModel,
+    mirror_dir: Option<&Path>,
+    dir: &Path,
+    now: i64,
+) -> Result<ImportReport> {
     let root = std::fs::canonicalize(dir).map_err(|e| Error::store(format!("cannot import {}: {e}", dir.display())))?;
     if !root.is_dir() {
         return Err(Error::store(format!("cannot import {}: not a folder", dir.display())));
     }
-    let mut imp = Importer { root, km, now, report: ImportReport::default() };
+    let mut imp = Importer { root, km, mirror_dir, now, report: ImportReport::default() };
     let mut cands = Vec::new();
     let mut index = HashMap::new();
     for (i, (path, agent)) in imp.store_files().into_iter().enumerate() {
