@@ -10,7 +10,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Longest session id that gets a mirror file.
 const MAX_FILE_ID: usize = 200;
@@ -57,12 +57,15 @@ pub fn header_line(session_id: &str, now: i64) -> String {
     json!({"type": "session", "version": 3, "id": session_id, "timestamp": iso(now), "cwd": cwd}).to_string()
 }
 
-/// The entry line of the message with sequence number `seq`, chained to the one before by
-/// `parentId`, without its newline.
-pub fn message_line(seq: i64, message: &Value, now: i64) -> String {
-    let parent = if seq > 1 { Value::from(entry_id(seq - 1)) } else { Value::Null };
-    json!({"type": "message", "id": entry_id(seq), "parentId": parent, "timestamp": iso(now), "message": message})
-        .to_string()
+/// The entry line of the message with sequence number `seq` (`message`: its JSON text, as
+/// stored), chained to the one before by `parentId`, without its newline. The text is spliced in
+/// as is, not parsed again.
+pub fn message_line(seq: i64, message: &str, now: i64) -> String {
+    let parent = if seq > 1 { format!("\"{}\"", entry_id(seq - 1)) } else { "null".to_owned() };
+    let id = entry_id(seq);
+    let ts = iso(now);
+    let message = if message.trim().is_empty() { "null" } else { message };
+    format!(r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{message}}}"#)
 }
 
 /// Appends messages (their JSON texts, with the sequence number of the first) to the session's
@@ -77,8 +80,7 @@ pub fn append(dir: &Path, session_id: &str, first_seq: i64, messages: &[String],
         out.push('\n');
     }
     for (i, text) in messages.iter().enumerate() {
-        let message: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        out.push_str(&message_line(first_seq + i as i64, &message, now));
+        out.push_str(&message_line(first_seq + i as i64, text, now));
         out.push('\n');
     }
     let mut opts = OpenOptions::new();
@@ -107,6 +109,7 @@ pub fn archive(dir: &Path, session_id: &str, now: i64) -> std::io::Result<Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn tmp() -> PathBuf {
         std::env::temp_dir().join(format!("st-mirror-{}", uuid::Uuid::new_v4()))

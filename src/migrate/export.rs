@@ -192,6 +192,16 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
     Ok(report)
 }
 
+/// The `timestamp` (ms) of a stored message, read without building the whole message.
+fn message_time(text: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Stamp {
+        timestamp: Option<Value>,
+    }
+    let s: Stamp = serde_json::from_str(text).ok()?;
+    s.timestamp?.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)
+}
+
 /// Writes the transcript of `sid` (header first) when it has messages; how many it wrote.
 fn write_transcript(db: &crate::store::Db<'_>, file: &Path, sid: &str, updated: i64) -> Result<u64> {
     if db.message_count(sid)? == 0 {
@@ -204,10 +214,8 @@ fn write_transcript(db: &crate::store::Db<'_>, file: &Path, sid: &str, updated: 
     let mut n: i64 = 0;
     db.each_message(sid, |_, text| {
         n += 1;
-        let message: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        let ts =
-            message.get("timestamp").and_then(Value::as_f64).filter(|f| f.is_finite()).map_or(updated, |f| f as i64);
-        let mut line = mirror::message_line(n, &message, ts);
+        let ts = message_time(text).unwrap_or(updated);
+        let mut line = mirror::message_line(n, text, ts);
         line.push('\n');
         w.write_all(line.as_bytes()).map_err(|e| io_err(file, e))
     })?;
