@@ -1,7 +1,9 @@
-// `node bench/import.mjs [--sessions N] [--messages-per-session N] [--keep]`: builds a gateway
+// `node bench/import.mjs [--sessions N] [--messages-per-session N] [--mirror] [--keep]`: builds a gateway
 // state folder in a temp dir (default 10,000 sessions over 4 agents, 100 messages each =
 // 1,000,000 messages, v3 transcripts), then times `importStateDir` into a fresh file store, a
-// second (idempotent) import and an `exportStateDir`. Prints the figures; never asserts on time.
+// second (idempotent) import and an `exportStateDir`. `--mirror` keeps the default JSONL mirror on
+// (every imported message is also written to `transcripts/`); by default it is off. Prints the
+// figures; never asserts on time.
 //
 // Build the release addon first (`npm run build`), or point NAPI_RS_NATIVE_LIBRARY_PATH at a
 // release `.node` file. Only Node built-ins.
@@ -80,7 +82,9 @@ const built = build()
 console.log(`state folder: ${SESSIONS} sessions, ${SESSIONS * PER_SESSION} messages, ${mb(built.bytes)} (built in ${s(built.ms)})`)
 
 const db = path.join(root, 'sessions.db')
-const st = await SessionTools.open({ path: db, mirrorDir: null })
+const mirror = process.argv.includes('--mirror')
+const st = await SessionTools.open({ path: db, ...(mirror ? {} : { mirrorDir: null }) })
+console.log(`mirror: ${mirror ? 'on' : 'off'}`)
 let t = performance.now()
 const first = await st.importStateDir(stateDir)
 const importMs = performance.now() - t
