@@ -251,7 +251,10 @@ describe('importStateDir (API.md §5, REFERENCE.md §2.8)', () => {
 
   test('given bad arguments or a closed store then it rejects with a code and never throws', async () => {
     const st = await openMem()
-    for (const bad of [undefined, null, 42, '', {}]) {
+    const cyclic: any = {}
+    cyclic.self = cyclic
+    const proxy = new Proxy({}, { get() { throw new Error('trap') }, ownKeys() { throw new Error('trap') } })
+    for (const bad of [undefined, null, 42, '', '   ', 'a\u0000b', {}, [], Symbol('s'), () => 1, 1n, cyclic, proxy]) {
       const s = await settle(() => (st as any).importStateDir(bad))
       expect(s).toMatchObject({ ok: false })
       expect((s as any).error.code).toBe('INVALID_REQUEST')

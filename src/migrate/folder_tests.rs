@@ -364,3 +364,24 @@ fn imported_messages_are_mirrored_as_appended_ones_are() {
     import_state_dir(&store, &km(), Some(&mirror), &root, 99).unwrap();
     assert_eq!(fs::read_to_string(mirror.join("sid-main.jsonl")).unwrap(), text);
 }
+
+#[test]
+fn a_session_file_inside_the_folder_is_honoured_absolute_or_relative() {
+    let root = tmp("sessionfile");
+    let abs = root.join("elsewhere/named.jsonl");
+    let store_text = json!({
+        "agent:main:a": {"sessionId": "s-a", "updatedAt": 1, "sessionFile": abs.to_string_lossy()},
+        "agent:main:b": {"sessionId": "s-b", "updatedAt": 1, "sessionFile": "sub/b-file.jsonl"},
+    })
+    .to_string();
+    write(&root, "agents/main/sessions/sessions.json", &store_text);
+    write(&root, "elsewhere/named.jsonl", &line(msg("user", "from the absolute path")));
+    write(&root, "agents/main/sessions/sub/b-file.jsonl", &line(msg("user", "from the relative path")));
+    write(&root, "agents/main/sessions/s-a.jsonl", &line(msg("user", "not this one")));
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 1).unwrap();
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    let (_, msgs, _) = dump(&store);
+    assert!(msgs["s-a"][0].contains("from the absolute path"));
+    assert!(msgs["s-b"][0].contains("from the relative path"));
+}
