@@ -84,7 +84,7 @@ impl Importer<'_> {
 
     /// Reads a file of the folder (refusing one that resolves outside it); `None` when it is
     /// absent or unreadable (the latter reported).
-    fn read_file(&mut self, path: &Path) -> Option<(PathBuf, String)> {
+    fn read_bytes(&mut self, path: &Path) -> Option<(PathBuf, Vec<u8>)> {
         let rel = relative(&self.root, path);
         let real = match inside(&self.root, path) {
             Resolved::Inside(real) => real,
@@ -99,15 +99,21 @@ impl Importer<'_> {
             return None;
         }
         match std::fs::read(&real) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => Some((real, text)),
-                Err(_) => {
-                    self.skip(&rel, None, "not UTF-8 text");
-                    None
-                }
-            },
+            Ok(bytes) => Some((real, bytes)),
             Err(e) => {
                 self.skip(&rel, None, format!("cannot read it: {e}"));
+                None
+            }
+        }
+    }
+
+    /// [`Importer::read_bytes`] for a file that must be UTF-8 text as a whole.
+    fn read_file(&mut self, path: &Path) -> Option<(PathBuf, String)> {
+        let (real, bytes) = self.read_bytes(path)?;
+        match String::from_utf8(bytes) {
+            Ok(text) => Some((real, text)),
+            Err(_) => {
+                self.skip(&relative(&self.root, path), None, "not UTF-8 text");
                 None
             }
         }
@@ -274,9 +280,9 @@ impl Importer<'_> {
     }
 
     fn read_transcript(&mut self, file: &Path) -> Messages {
-        let Some((real, text)) = self.read_file(file) else { return Vec::new() };
+        let Some((real, bytes)) = self.read_bytes(file) else { return Vec::new() };
         let rel = relative(&self.root, &real);
-        let t = jsonl::read(&text);
+        let t = jsonl::read(&bytes);
         for (line, reason) in t.bad_lines {
             self.skip(&rel, Some(line), reason);
         }

@@ -23,16 +23,22 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
-/// Reads the text of a transcript file.
-pub fn read(text: &str) -> Transcript {
+/// Reads the bytes of a transcript file (a line that is not UTF-8 is a bad line, not a bad
+/// file).
+pub fn read(bytes: &[u8]) -> Transcript {
     let mut out = Transcript::default();
     let mut version: Option<i64> = None;
     let mut first = true;
-    for (i, raw) in text.split('\n').enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        if line.trim().is_empty() {
+    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        let Ok(line) = std::str::from_utf8(raw) else {
+            out.bad_lines.push((i + 1, "not UTF-8 text".into()));
+            first = false;
+            continue;
+        };
         let mut v: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
@@ -75,7 +81,7 @@ mod tests {
         let v1 = "{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"t\"}\n\
                   {\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"a\"}}\n\
                   {\"type\":\"message\",\"message\":{\"role\":\"hookMessage\",\"content\":\"h\"}}\n";
-        let t = read(v1);
+        let t = read(v1.as_bytes());
         assert_eq!(t.messages.len(), 2);
         assert_eq!(t.messages[1].0.as_deref(), Some("custom"));
 
@@ -88,10 +94,20 @@ mod tests {
                   {\"type\":\"custom_message\",\"message\":{\"role\":\"hookMessage\",\"content\":\"kept as is\"}}\n\
                   {\"type\":\"message\",\"message\":\"text\"}\n\
                   {\"type\":\"message\",\"message\":null}\n";
-        let t = read(v3);
+        let t = read(v3.as_bytes());
         assert_eq!(t.messages.len(), 2);
         assert!(t.messages[0].1.contains("\"x\""));
         assert_eq!(t.messages[1].0.as_deref(), Some("hookMessage"));
         assert_eq!(t.bad_lines.iter().map(|b| b.0).collect::<Vec<_>>(), [5, 8]);
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_one_bad_line() {
+        let mut bytes = b"{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"a\"}}\n".to_vec();
+        bytes.extend_from_slice(b"{\"x\":\"\xff\xfe\"}\n");
+        bytes.extend_from_slice(b"{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"b\"}}");
+        let t = read(&bytes);
+        assert_eq!(t.messages.len(), 2);
+        assert_eq!(t.bad_lines, [(2, "not UTF-8 text".to_string())]);
     }
 }
