@@ -280,6 +280,42 @@ export interface ChatHistoryResult {
   nextBefore?: number
 }
 
+/** A file or line an import or export left out (`file` relative to the folder, `line` 1-based). */
+export interface SkippedItem {
+  file: string
+  line?: number
+  reason: string
+}
+
+/** What `importStateDir` added (counts of this import only) and what it left out. */
+export interface ImportReport {
+  sessions: number
+  messages: number
+  /** sub-agent registry records */
+  runs: number
+  skipped: SkippedItem[]
+}
+
+/** What `exportStateDir` wrote. */
+export interface ExportReport {
+  sessions: number
+  messages: number
+  /** sub-agent registry records */
+  runs: number
+  files: number
+  /** sessions whose transcript could not be written (a sessionId that is not a file name) */
+  skipped: SkippedItem[]
+}
+
+/** What `stats` reports (`runs`: sub-agent registry records; `dbBytes`: pages in use × page size). */
+export interface StoreStats {
+  sessions: number
+  messages: number
+  runs: number
+  outboxPending: number
+  dbBytes: number
+}
+
 export type SessionKind = 'main' | 'group' | 'cron' | 'hook' | 'node' | 'other'
 
 export interface SessionsListToolParams {
@@ -461,6 +497,12 @@ export declare class SessionTools {
   chatHistory(key: string, options?: { limit?: number; before?: number }): Promise<ChatHistoryResult>
   resolveSendPolicy(params: { sessionKey: string; channel?: string; chatType?: string }): Promise<'allow' | 'deny'>
   handleSendCommand(params: { sessionKey: string; text: string; isOwner: boolean }): Promise<{ handled: boolean; reply?: string }>
+  /** Reads a gateway state folder into the store (API.md §5). */
+  importStateDir(dir: string): Promise<ImportReport>
+  /** Writes the store as a gateway state folder (API.md §5). */
+  exportStateDir(dir: string): Promise<ExportReport>
+  /** Counts of what the store holds, and its size. */
+  stats(): Promise<StoreStats>
   /** `sessions_list` */
   sessionsList(params?: SessionsListToolParams, ctx?: ToolContext): Promise<SessionsListToolResult>
   /** `sessions_history` */

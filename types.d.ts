@@ -280,6 +280,42 @@ export interface ChatHistoryResult {
   nextBefore?: number
 }
 
+/** A file or line an import or export left out (`file` relative to the folder, `line` 1-based). */
+export interface SkippedItem {
+  file: string
+  line?: number
+  reason: string
+}
+
+/** What `importStateDir` added (counts of this import only) and what it left out. */
+export interface ImportReport {
+  sessions: number
+  messages: number
+  /** sub-agent registry records */
+  runs: number
+  skipped: SkippedItem[]
+}
+
+/** What `exportStateDir` wrote. */
+export interface ExportReport {
+  sessions: number
+  messages: number
+  /** sub-agent registry records */
+  runs: number
+  files: number
+  /** sessions whose transcript could not be written (a sessionId that is not a file name) */
+  skipped: SkippedItem[]
+}
+
+/** What `stats` reports (`runs`: sub-agent registry records; `dbBytes`: pages in use × page size). */
+export interface StoreStats {
+  sessions: number
+  messages: number
+  runs: number
+  outboxPending: number
+  dbBytes: number
+}
+
 export type SessionKind = 'main' | 'group' | 'cron' | 'hook' | 'node' | 'other'
 
 export interface SessionsListToolParams {

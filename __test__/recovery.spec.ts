@@ -36,6 +36,7 @@ function killMidRun(code: string, db: string): Promise<any> {
 
 const CHILD_PRELUDE = `
   const { SessionTools } = require(process.env.ST_INDEX)
+  setInterval(() => {}, 1000) // a gateway stays up; the addon's weak callbacks alone would let it exit
   let result
   const opened = SessionTools.open({
     path: process.env.ST_DB,

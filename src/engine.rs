@@ -44,6 +44,16 @@ fn key_arg(v: &Value) -> Result<&str> {
     }
 }
 
+/// A folder argument: a non-empty string without NUL characters.
+fn dir_arg(v: &Value) -> Result<PathBuf> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() && !s.contains('\0') => Ok(PathBuf::from(s)),
+        Value::String(s) if s.contains('\0') => Err(Error::invalid_request("invalid dir: contains a NUL character")),
+        Value::Null => Err(Error::invalid_request("dir required")),
+        _ => Err(Error::invalid_request("invalid dir: must be a non-empty string")),
+    }
+}
+
 impl Engine {
     pub fn new(store: Store, config: Config, mirror_dir: Option<PathBuf>) -> Engine {
         Engine { store, config: RwLock::new(Arc::new(config)), mirror_dir }
@@ -195,6 +205,42 @@ impl Engine {
             out.insert("nextBefore".into(), Value::from(b));
         }
         Ok(Value::Object(out))
+    }
+
+    // ---- moving in and out (API.md §5) ----------------------------------------------------
+
+    /// `importStateDir(dir)`: `{sessions, messages, runs, skipped}` added by this import.
+    pub fn import_state_dir(&self, dir: &Value) -> Result<Value> {
+        let dir = dir_arg(dir)?;
+        let cfg = self.config();
+        let report = crate::migrate::import_state_dir(
+            &self.store,
+            cfg.key_model(),
+            self.mirror_dir.as_deref(),
+            &dir,
+            entry::now_ms(),
+        )?;
+        Ok(report.to_json())
+    }
+
+    /// `exportStateDir(dir)`: `{sessions, messages, runs, files, skipped}` written.
+    pub fn export_state_dir(&self, dir: &Value) -> Result<Value> {
+        let dir = dir_arg(dir)?;
+        let cfg = self.config();
+        Ok(crate::migrate::export_state_dir(&self.store, cfg.key_model(), &dir)?.to_json())
+    }
+
+    /// `stats()`: `{sessions, messages, runs, outboxPending, dbBytes}` (`runs`: sub-agent
+    /// registry records).
+    pub fn stats(&self) -> Result<Value> {
+        let s = self.store.read(|db| db.stats())?;
+        Ok(json!({
+            "sessions": s.sessions,
+            "messages": s.messages,
+            "runs": s.subagent_runs,
+            "outboxPending": s.outbox_pending,
+            "dbBytes": s.db_bytes,
+        }))
     }
 
     // ---- sessions.* ---------------------------------------------------------------------

@@ -385,6 +385,42 @@ impl KeyModel {
         self.canonical_of_checked(&prefixed)
     }
 
+    /// The key a stored entry of agent `agent_id`'s store gets when a gateway state folder is
+    /// imported (REFERENCE.md §2.8 step 4, lower-casing as the reference's one-shot migration
+    /// does): `global`/`unknown` (any case) lower-cased; main aliases → that agent's main
+    /// session key; `agent:…` lower-cased (its main alias mapped as [`KeyModel::canonical`]
+    /// does); `subagent:<rest>` → `agent:<id>:subagent:<rest>`; `group:<gid>` →
+    /// `agent:<id>:whatsapp:group:<gid>` for a `@g.us` id, else `agent:<id>:unknown:group:<gid>`;
+    /// a bare `<jid>@g.us` → `agent:<id>:whatsapp:group:<jid>`; `whatsapp:<…@g.us>` without
+    /// `:group:` → `agent:<id>:whatsapp:group:<rest>`; anything else → `agent:<id>:<raw>`.
+    /// Errors as [`KeyModel::canonical`].
+    pub fn import_canonical(&self, raw: &str, agent_id: &str) -> Result<String> {
+        let key = self.check_raw(raw, "key")?.to_lowercase();
+        let id = normalize_agent_id(agent_id);
+        let out = if key == "global" || key == "unknown" {
+            key
+        } else if key == DEFAULT_MAIN_KEY || key == self.main_key {
+            self.main_session_key_of(&id)
+        } else if parse_agent_key(&key).is_some() {
+            key
+        } else if let Some(rest) = key.strip_prefix("subagent:") {
+            format!("agent:{id}:subagent:{rest}")
+        } else if let Some(gid) = key.strip_prefix("group:") {
+            let channel = if gid.contains("@g.us") { "whatsapp" } else { "unknown" };
+            format!("agent:{id}:{channel}:group:{gid}")
+        } else if let Some(rest) =
+            key.strip_prefix("whatsapp:").filter(|r| r.contains("@g.us") && !key.contains(":group:"))
+        {
+            format!("agent:{id}:whatsapp:group:{}", rest.strip_prefix("group:").unwrap_or(rest))
+        } else if key.ends_with("@g.us") && !key.contains(':') {
+            format!("agent:{id}:whatsapp:group:{key}")
+        } else {
+            format!("agent:{id}:{key}")
+        };
+        // the same fixed point as every other key (main aliases, empty segments, length)
+        self.canonical(&out)
+    }
+
     /// Tool-level resolution of a key-like input for a requester of agent `requester_agent`
     /// (SESSION_TOOLS.md: `main` is the current agent's main session): the literal `main`, the
     /// main key and the alias map to `main_session_key_of(requester_agent)`; everything else is
@@ -1056,5 +1092,36 @@ mod tests {
         // `İ` lower-cases to two chars in Unicode; offsets must not shift
         assert_eq!(thread_parent("İİ:thread:x"), Some("İİ"));
         assert_eq!(thread_parent("日本:topic:1"), Some("日本"));
+    }
+
+    // ---- import_canonical (§2.8) -------------------------------------------------------------
+
+    #[test]
+    fn legacy_keys_are_canonicalised_and_lower_cased_on_import() {
+        let km = KeyModel::new(false, "main", "main");
+        let cases = [
+            ("GLOBAL", "main", "global"),
+            ("Unknown", "ops", "unknown"),
+            ("main", "main", "agent:main:main"),
+            ("Main", "ops", "agent:ops:main"),
+            ("agent:Ops:Discord:Channel:ABC", "main", "agent:ops:discord:channel:abc"),
+            ("agent:ops:main", "main", "agent:ops:main"),
+            ("subagent:Task-1", "ops", "agent:ops:subagent:task-1"),
+            ("group:123@g.us", "main", "agent:main:whatsapp:group:123@g.us"),
+            ("group:team", "main", "agent:main:unknown:group:team"),
+            ("120363@g.us", "main", "agent:main:whatsapp:group:120363@g.us"),
+            ("whatsapp:group:99@g.us", "main", "agent:main:whatsapp:group:99@g.us"),
+            ("whatsapp:77@g.us", "main", "agent:main:whatsapp:group:77@g.us"),
+            ("telegram:group:-100:topic:5", "main", "agent:main:telegram:group:-100:topic:5"),
+            ("+15551234567", "work", "agent:work:+15551234567"),
+        ];
+        for (raw, agent, want) in cases {
+            assert_eq!(km.import_canonical(raw, agent).unwrap(), want, "{raw} of {agent}");
+        }
+        let global = KeyModel::new(true, "home", "main");
+        assert_eq!(global.import_canonical("home", "ops").unwrap(), "global");
+        assert!(km.import_canonical("", "main").is_err());
+        assert!(km.import_canonical("a\u{0}b", "main").is_err());
+        assert!(km.import_canonical(&"x".repeat(510), "main").is_err());
     }
 }

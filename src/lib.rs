@@ -2,7 +2,8 @@
 //!
 //! Read the modules top to bottom: `keys` (what a session key is), `config` (the typed gateway
 //! config), `policy` (who may reach what), `entry` (the session entry and its write rules),
-//! `store` (SQLite), `mirror` (the JSONL copy of transcripts), `engine` (the gateway's session methods), `tools` (what a model calls),
+//! `store` (SQLite), `mirror` (the JSONL copy of transcripts), `migrate` (the
+//! gateway's state folder, in and out), `engine` (the gateway's session methods), `tools` (what a model calls),
 //! and `napi` (the skin that makes it a Node module).
 
 #![deny(clippy::all)]
@@ -21,6 +22,7 @@ mod fuzz_test;
 pub mod host;
 pub mod js;
 pub mod keys;
+pub mod migrate;
 pub mod mirror;
 pub mod orchestrate;
 pub mod owner;

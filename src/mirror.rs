@@ -10,7 +10,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Longest session id that gets a mirror file.
 const MAX_FILE_ID: usize = 200;
@@ -51,6 +51,23 @@ fn entry_id(seq: i64) -> String {
     format!("{:08x}", seq & 0xffff_ffff)
 }
 
+/// The version-3 header line of a transcript (REFERENCE.md §2.6), without its newline.
+pub fn header_line(session_id: &str, now: i64) -> String {
+    let cwd = std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    json!({"type": "session", "version": 3, "id": session_id, "timestamp": iso(now), "cwd": cwd}).to_string()
+}
+
+/// The entry line of the message with sequence number `seq` (`message`: its JSON text, as
+/// stored), chained to the one before by `parentId`, without its newline. The text is spliced in
+/// as is, not parsed again.
+pub fn message_line(seq: i64, message: &str, now: i64) -> String {
+    let parent = if seq > 1 { format!("\"{}\"", entry_id(seq - 1)) } else { "null".to_owned() };
+    let id = entry_id(seq);
+    let ts = iso(now);
+    let message = if message.trim().is_empty() { "null" } else { message };
+    format!(r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{message}}}"#)
+}
+
 /// Appends messages (their JSON texts, with the sequence number of the first) to the session's
 /// mirror file, writing the version-3 header first when the file is new. Errors are returned
 /// for the caller to report; they never undo anything.
@@ -59,17 +76,11 @@ pub fn append(dir: &Path, session_id: &str, first_seq: i64, messages: &[String],
     fs::create_dir_all(dir)?;
     let mut out = String::new();
     if !file.exists() {
-        let cwd = std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-        let header = json!({"type": "session", "version": 3, "id": session_id, "timestamp": iso(now), "cwd": cwd});
-        out.push_str(&header.to_string());
+        out.push_str(&header_line(session_id, now));
         out.push('\n');
     }
     for (i, text) in messages.iter().enumerate() {
-        let seq = first_seq + i as i64;
-        let message: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        let parent = if seq > 1 { Value::from(entry_id(seq - 1)) } else { Value::Null };
-        let line = json!({"type": "message", "id": entry_id(seq), "parentId": parent, "timestamp": iso(now), "message": message});
-        out.push_str(&line.to_string());
+        out.push_str(&message_line(first_seq + i as i64, text, now));
         out.push('\n');
     }
     let mut opts = OpenOptions::new();
@@ -98,6 +109,7 @@ pub fn archive(dir: &Path, session_id: &str, now: i64) -> std::io::Result<Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn tmp() -> PathBuf {
         std::env::temp_dir().join(format!("st-mirror-{}", uuid::Uuid::new_v4()))

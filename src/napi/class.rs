@@ -420,6 +420,32 @@ impl SessionTools {
         self.run1(env, params, "params", |e, p| e.handle_send_command(p))
     }
 
+    /// Reads a gateway state folder into the store (API.md §5).
+    #[napi(ts_args_type = "dir: string", ts_return_type = "Promise<ImportReport>")]
+    pub fn import_state_dir<'env>(
+        &self,
+        env: &'env Env,
+        dir: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        self.run1(env, dir, "dir", |e, d| e.import_state_dir(d))
+    }
+
+    /// Writes the store as a gateway state folder (API.md §5).
+    #[napi(ts_args_type = "dir: string", ts_return_type = "Promise<ExportReport>")]
+    pub fn export_state_dir<'env>(
+        &self,
+        env: &'env Env,
+        dir: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        self.run1(env, dir, "dir", |e, d| e.export_state_dir(d))
+    }
+
+    /// Counts of what the store holds, and its size.
+    #[napi(ts_return_type = "Promise<StoreStats>")]
+    pub fn stats<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        self.run(env, Ok(Box::new(|e: &Engine| e.stats())))
+    }
+
     /// `sessions_list`
     #[napi(
         ts_args_type = "params?: SessionsListToolParams, ctx?: ToolContext",

@@ -8,6 +8,7 @@
 //! statements with bound parameters only. It never decides policy: callers hand it canonical
 //! keys and finished entries.
 
+pub mod bulk;
 pub mod outbox;
 pub mod runs;
 mod schema;

@@ -1,0 +1,103 @@
+// `node bench/import.mjs [--sessions N] [--messages-per-session N] [--mirror] [--keep]`: builds a gateway
+// state folder in a temp dir (default 10,000 sessions over 4 agents, 100 messages each =
+// 1,000,000 messages, v3 transcripts), then times `importStateDir` into a fresh file store, a
+// second (idempotent) import and an `exportStateDir`. `--mirror` keeps the default JSONL mirror on
+// (every imported message is also written to `transcripts/`); by default it is off. Prints the
+// figures; never asserts on time.
+//
+// Build the release addon first (`npm run build`), or point NAPI_RS_NATIVE_LIBRARY_PATH at a
+// release `.node` file. Only Node built-ins.
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const { SessionTools } = require(process.env.ADDON ?? '../index.js')
+
+function arg(name, dflt) {
+  const i = process.argv.indexOf(name)
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt
+}
+const SESSIONS = arg('--sessions', 10_000)
+const PER_SESSION = arg('--messages-per-session', 100)
+const AGENTS = ['main', 'ops', 'research', 'support']
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'st-import-bench-'))
+const stateDir = path.join(root, 'state')
+
+function uuid(i) {
+  const h = i.toString(16).padStart(12, '0')
+  return `0b5e55ed-0000-4000-8000-${h}`
+}
+
+function build() {
+  const t0 = performance.now()
+  const stores = Object.fromEntries(AGENTS.map((a) => [a, {}]))
+  let bytes = 0
+  for (let i = 0; i < SESSIONS; i++) {
+    const agent = AGENTS[i % AGENTS.length]
+    const dir = path.join(stateDir, 'agents', agent, 'sessions')
+    if (i < AGENTS.length) fs.mkdirSync(dir, { recursive: true })
+    const sid = uuid(i)
+    const key = i < AGENTS.length ? `agent:${agent}:main` : `agent:${agent}:telegram:direct:user-${i}`
+    const updatedAt = 1_700_000_000_000 + i * 1000
+    stores[agent][key] = { sessionId: sid, updatedAt, lastChannel: 'telegram', lastTo: `user-${i}`, inputTokens: i, outputTokens: 2 * i, model: 'claude-sonnet' }
+    const lines = [JSON.stringify({ type: 'session', version: 3, id: sid, timestamp: new Date(updatedAt).toISOString(), cwd: '/srv/gateway' })]
+    let parent = null
+    for (let j = 0; j < PER_SESSION; j++) {
+      const id = (i * PER_SESSION + j).toString(16).padStart(8, '0').slice(-8)
+      const message =
+        j % 2 === 0
+          ? { role: 'user', content: `Question ${j} of session ${i}: what is the status of ticket #${i * 7 + j}?`, timestamp: updatedAt + j }
+          : {
+              role: 'assistant',
+              content: [{ type: 'text', text: `Ticket #${i * 7 + j - 1} is in progress; the next update is due tomorrow morning.` }],
+              api: 'anthropic-messages',
+              provider: 'anthropic',
+              model: 'claude-sonnet',
+              usage: { input: 120, output: 30, cacheRead: 0, cacheWrite: 0, totalTokens: 150, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+              stopReason: 'stop',
+              timestamp: updatedAt + j,
+            }
+      lines.push(JSON.stringify({ type: 'message', id, parentId: parent, timestamp: new Date(updatedAt + j).toISOString(), message }))
+      parent = id
+    }
+    const text = lines.join('\n') + '\n'
+    bytes += text.length
+    fs.writeFileSync(path.join(dir, `${sid}.jsonl`), text)
+  }
+  for (const a of AGENTS) {
+    const text = JSON.stringify(stores[a], null, 2)
+    bytes += text.length
+    fs.writeFileSync(path.join(stateDir, 'agents', a, 'sessions', 'sessions.json'), text)
+  }
+  return { ms: performance.now() - t0, bytes }
+}
+
+const mb = (b) => `${(b / 1024 / 1024).toFixed(1)} MiB`
+const s = (ms) => `${(ms / 1000).toFixed(2)} s`
+
+const built = build()
+console.log(`state folder: ${SESSIONS} sessions, ${SESSIONS * PER_SESSION} messages, ${mb(built.bytes)} (built in ${s(built.ms)})`)
+
+const db = path.join(root, 'sessions.db')
+const mirror = process.argv.includes('--mirror')
+const st = await SessionTools.open({ path: db, ...(mirror ? {} : { mirrorDir: null }) })
+console.log(`mirror: ${mirror ? 'on' : 'off'}`)
+let t = performance.now()
+const first = await st.importStateDir(stateDir)
+const importMs = performance.now() - t
+console.log(`import:        ${s(importMs)}  (${first.sessions} sessions, ${first.messages} messages, ${first.skipped.length} skipped; ${Math.round(first.messages / (importMs / 1000))} messages/s)`)
+t = performance.now()
+const second = await st.importStateDir(stateDir)
+console.log(`second import: ${s(performance.now() - t)}  (adds ${second.sessions} sessions, ${second.messages} messages)`)
+t = performance.now()
+const ex = await st.exportStateDir(path.join(root, 'export'))
+console.log(`export:        ${s(performance.now() - t)}  (${ex.files} files, ${ex.messages} messages)`)
+const stats = await st.stats()
+console.log(`store:         ${mb(stats.dbBytes)} for ${stats.sessions} sessions, ${stats.messages} messages`)
+await st.close()
+
+if (!process.argv.includes('--keep')) fs.rmSync(root, { recursive: true, force: true })
+else console.log(`kept: ${root}`)

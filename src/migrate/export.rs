@@ -1,0 +1,224 @@
+//! Exporting the store as a gateway state folder (REFERENCE.md §2.1, §2.2, §2.6, §6.6):
+//! `agents/<id>/sessions/sessions.json` (2-space JSON, no trailing newline), one version-3 JSONL
+//! transcript per session id beside it (the mirror's line format), and
+//! `subagents/runs.json` version 2. Files get mode 0600, folders 0700.
+//!
+//! Nothing is written outside the folder given: agent ids are normalised ids, a session id that
+//! is not a plain file name gets no transcript (reported), and a folder or file that is a
+//! symbolic link is refused. The whole export reads one snapshot of the store.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::{encode_uri_component, relative, topic_of, Skipped};
+use crate::entry::{self, Entry};
+use crate::error::{Error, Result};
+use crate::keys::{parse_agent_key, KeyModel};
+use crate::mirror;
+use crate::store::Store;
+
+/// What an export wrote.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ExportReport {
+    pub sessions: u64,
+    pub messages: u64,
+    pub runs: u64,
+    pub files: u64,
+    pub skipped: Vec<Skipped>,
+}
+
+impl ExportReport {
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "sessions": self.sessions,
+            "messages": self.messages,
+            "runs": self.runs,
+            "files": self.files,
+            "skipped": self.skipped.iter().map(Skipped::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Error {
+    Error::store(format!("cannot export to {}: {e}", path.display()))
+}
+
+/// Creates `dir` (and its parents) with mode 0700, refusing a symbolic link on the way below
+/// `root`.
+fn make_dir(root: &Path, dir: &Path) -> Result<()> {
+    let mut b = fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir).map_err(|e| io_err(dir, e))?;
+    match fs::canonicalize(dir) {
+        Ok(real) if real.starts_with(root) => Ok(()),
+        _ => Err(Error::store(format!("cannot export to {}: it leads outside the export folder", dir.display()))),
+    }
+}
+
+/// Opens a file for writing with mode 0600, replacing it; a symbolic link is refused.
+fn create_file(path: &Path) -> Result<BufWriter<fs::File>> {
+    if fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
+        return Err(Error::store(format!("cannot export to {}: it is a symbolic link", path.display())));
+    }
+    let mut opts = fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let f = opts.open(path).map_err(|e| io_err(path, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(fs::Permissions::from_mode(0o600)).map_err(|e| io_err(path, e))?;
+    }
+    Ok(BufWriter::with_capacity(1 << 16, f))
+}
+
+fn write_all(path: &Path, text: &str) -> Result<()> {
+    let mut w = create_file(path)?;
+    w.write_all(text.as_bytes()).and_then(|_| w.flush()).map_err(|e| io_err(path, e))
+}
+
+/// A registry record as the gateway keeps it (§6.4): our record plus `cleanupHandled` (the
+/// announce was handed over, whatever came of it). `announce` stays, so that importing the
+/// folder back restores it exactly; the gateway keeps fields it does not know.
+fn gateway_run(record: &str) -> Option<Value> {
+    let mut r: Map<String, Value> = serde_json::from_str(record).ok()?;
+    let status = r.get("announce").and_then(|a| a.get("status")).and_then(Value::as_str).unwrap_or("pending");
+    r.insert("cleanupHandled".into(), Value::Bool(status != "pending"));
+    Some(Value::Object(r))
+}
+
+/// Exports `store` as a gateway state folder at `dir` (API.md §5).
+pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<ExportReport> {
+    let mut b = fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir).map_err(|e| io_err(dir, e))?;
+    let root = fs::canonicalize(dir).map_err(|e| io_err(dir, e))?;
+    let mut report = ExportReport::default();
+    store.read(|db| {
+        // Entries by agent; keys outside any agent (`global`, `unknown`) go to the default one.
+        let mut by_agent: BTreeMap<String, Vec<(String, Entry)>> = BTreeMap::new();
+        db.all_sessions(|key, json| {
+            let entry: Entry = serde_json::from_str(&json)
+                .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
+            let agent = parse_agent_key(&key).map_or_else(|| km.default_agent().to_owned(), |k| k.agent_id);
+            by_agent.entry(agent).or_default().push((key, entry));
+            Ok(())
+        })?;
+        for (agent, entries) in by_agent {
+            let sessions_dir = root.join("agents").join(&agent).join("sessions");
+            make_dir(&root, &sessions_dir)?;
+            let mut written: HashSet<String> = HashSet::new();
+            let mut store_obj = Map::new();
+            for (key, mut e) in entries {
+                e.remove("sessionFile");
+                let sid = entry::str_field(&e, "sessionId").unwrap_or_default().to_owned();
+                let name = match topic_of(&key) {
+                    Some(t) => format!("{sid}-topic-{}.jsonl", encode_uri_component(t)),
+                    None => format!("{sid}.jsonl"),
+                };
+                let file = sessions_dir.join(&name);
+                if !mirror::is_safe_file_id(&sid) {
+                    if db.message_count(&sid)? > 0 {
+                        report.skipped.push(Skipped {
+                            file: relative(&root, &sessions_dir.join("sessions.json")),
+                            line: None,
+                            reason: format!(
+                                "entry {}: its sessionId is not a plain file name; transcript not written",
+                                crate::error::clip(&key)
+                            ),
+                        });
+                    }
+                } else if written.contains(&sid) {
+                    if topic_of(&key).is_some() {
+                        e.insert("sessionFile".into(), Value::from(file.to_string_lossy().into_owned()));
+                    }
+                } else {
+                    let n = write_transcript(db, &file, &sid, entry::updated_at(&e))?;
+                    if n > 0 {
+                        written.insert(sid.clone());
+                        report.files += 1;
+                        report.messages += n;
+                        if topic_of(&key).is_some() {
+                            e.insert("sessionFile".into(), Value::from(file.to_string_lossy().into_owned()));
+                        }
+                    }
+                }
+                store_obj.insert(key, Value::Object(e));
+                report.sessions += 1;
+            }
+            let text = serde_json::to_string_pretty(&Value::Object(store_obj))
+                .map_err(|e| Error::store(format!("cannot encode sessions.json: {e}")))?;
+            write_all(&sessions_dir.join("sessions.json"), &text)?;
+            report.files += 1;
+        }
+        let runs = db.all_subagent_runs()?;
+        if !runs.is_empty() {
+            let mut map = Map::new();
+            for r in &runs {
+                if let Some(v) = gateway_run(&r.record) {
+                    map.insert(r.run_id.clone(), v);
+                }
+            }
+            report.runs = map.len() as u64;
+            let sub = root.join("subagents");
+            make_dir(&root, &sub)?;
+            let doc = serde_json::json!({"version": 2, "runs": Value::Object(map)});
+            let mut text = serde_json::to_string_pretty(&doc)
+                .map_err(|e| Error::store(format!("cannot encode runs.json: {e}")))?;
+            text.push('\n');
+            write_all(&sub.join("runs.json"), &text)?;
+            report.files += 1;
+        }
+        Ok(())
+    })?;
+    Ok(report)
+}
+
+/// The `timestamp` (ms) of a stored message, read without building the whole message.
+fn message_time(text: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Stamp {
+        timestamp: Option<Value>,
+    }
+    let s: Stamp = serde_json::from_str(text).ok()?;
+    s.timestamp?.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)
+}
+
+/// Writes the transcript of `sid` (header first) when it has messages; how many it wrote.
+fn write_transcript(db: &crate::store::Db<'_>, file: &Path, sid: &str, updated: i64) -> Result<u64> {
+    if db.message_count(sid)? == 0 {
+        return Ok(0);
+    }
+    let mut w = create_file(file)?;
+    let mut line = mirror::header_line(sid, updated);
+    line.push('\n');
+    w.write_all(line.as_bytes()).map_err(|e| io_err(file, e))?;
+    let mut n: i64 = 0;
+    db.each_message(sid, |_, text| {
+        n += 1;
+        let ts = message_time(text).unwrap_or(updated);
+        let mut line = mirror::message_line(n, text, ts);
+        line.push('\n');
+        w.write_all(line.as_bytes()).map_err(|e| io_err(file, e))
+    })?;
+    w.flush().map_err(|e| io_err(file, e))?;
+    Ok(n as u64)
+}

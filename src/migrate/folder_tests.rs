@@ -1,0 +1,387 @@
+//! Import and export against state folders built here, as REFERENCE.md §11 "Store & formats"
+//! reads: given a folder, when it is imported (again, or exported and imported back), then …
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::{export_state_dir, import_state_dir};
+use crate::keys::KeyModel;
+use crate::store::Store;
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("st-migrate-{tag}-{}", uuid::Uuid::new_v4()));
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, text).unwrap();
+}
+
+fn line(v: Value) -> String {
+    format!("{v}\n")
+}
+
+fn msg(role: &str, text: &str) -> Value {
+    json!({"type": "message", "message": {"role": role, "content": text}})
+}
+
+/// Every file below `root` with its bytes.
+fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A folder with two agents, a legacy single store, JSON5 quirks, transcripts of versions 1–3
+/// with a corrupt line, a path-escape attempt and a version-1 registry.
+fn gateway_folder() -> PathBuf {
+    let root = tmp("src");
+    write(
+        &root,
+        "agents/main/sessions/sessions.json",
+        r#"{
+  // the main agent
+  "agent:main:main": { sessionId: 'sid-main', updatedAt: 1000, provider: 'telegram', },
+  'subagent:child-1': { "sessionId": "sid-child", "updatedAt": 1500, "spawnedBy": "main" },
+  "agent:main:escape": { "sessionId": "sid-escape", "updatedAt": 10, "sessionFile": "../../etc/passwd" },
+  "agent:main:telegram:group:-100:topic:7": { "sessionId": "sid-topic", "updatedAt": 20 },
+  "agent:main:nosid": { "updatedAt": 5 },
+}"#,
+    );
+    write(
+        &root,
+        "agents/main/sessions/sid-main.jsonl",
+        &[
+            line(json!({"type": "session", "version": 3, "id": "sid-main", "timestamp": "2024-01-01T00:00:00.000Z"})),
+            line(json!({"type": "message", "id": "a1", "parentId": null, "message": {"role": "user", "content": "one"}})),
+            "{this line is corrupt\n".to_string(),
+            line(json!({"type": "compaction", "id": "a2", "parentId": "a1", "summary": "s"})),
+            line(json!({"type": "message", "id": "a3", "parentId": "a2", "message": {"role": "assistant", "content": [{"type": "text", "text": "two"}]}})),
+        ]
+        .concat(),
+    );
+    write(
+        &root,
+        "agents/main/sessions/sid-child.jsonl",
+        &[line(json!({"type": "session", "version": 2, "id": "sid-child"})), line(msg("hookMessage", "hook"))].concat(),
+    );
+    write(&root, "agents/main/sessions/sid-escape.jsonl", &line(msg("user", "beside the store")));
+    write(&root, "agents/main/sessions/sid-topic-topic-7.jsonl", &line(msg("user", "wrong name")));
+    write(&root, "agents/main/sessions/sid-topic-topic-7.jsonl", &line(msg("user", "in topic")));
+    write(
+        &root,
+        "agents/Ops/sessions/sessions.json",
+        r##"{"Main": {"sessionId": "sid-ops", "updatedAt": 3000}, "discord:group:Dev": {"sessionId": "sid-dev", "updatedAt": 2000, "room": "#dev"}}"##,
+    );
+    write(
+        &root,
+        "agents/Ops/sessions/sid-ops.jsonl",
+        &[line(msg("user", "v1 a")), line(msg("assistant", "v1 b"))].concat(),
+    );
+    // the legacy single store: bare keys belong to the default agent
+    write(
+        &root,
+        "sessions/sessions.json",
+        r#"{"+15550001": {"sessionId": "sid-old", "updatedAt": 500}, "group:123@g.us": {"sessionId": "sid-wa", "updatedAt": 600}, "agent:main:main": {"sessionId": "sid-stale", "updatedAt": 1}}"#,
+    );
+    write(&root, "sessions/sid-old.jsonl", &line(msg("user", "legacy")));
+    write(
+        &root,
+        "subagents/runs.json",
+        &json!({"version": 1, "runs": {
+            "r1": {"runId": "r1", "childSessionKey": "agent:main:subagent:child-1", "requesterSessionKey": "agent:main:main",
+                   "requesterDisplayKey": "main", "task": "t", "cleanup": "keep", "createdAt": 1, "startedAt": 1, "endedAt": 2,
+                   "outcome": {"status": "ok"}, "announceCompletedAt": 3, "requesterChannel": "Telegram", "extra": 42},
+            "r2": {"runId": "r2", "childSessionKey": "agent:main:subagent:x", "requesterSessionKey": "agent:main:main", "task": "t2", "createdAt": 5},
+            "bad": {"childSessionKey": "x"}
+        }})
+        .to_string(),
+    );
+    root
+}
+
+fn km() -> KeyModel {
+    KeyModel::new(false, "main", "main")
+}
+
+/// Sessions by key, messages by session id, run records.
+type Dump = (BTreeMap<String, Value>, BTreeMap<String, Vec<String>>, Vec<String>);
+
+fn dump(store: &Store) -> Dump {
+    store
+        .read(|db| {
+            let mut sessions = BTreeMap::new();
+            let mut sids = Vec::new();
+            db.all_sessions(|k, j| {
+                let e: Value = serde_json::from_str(&j).unwrap();
+                sids.push(e["sessionId"].as_str().unwrap().to_owned());
+                sessions.insert(k, e);
+                Ok(())
+            })?;
+            let mut msgs = BTreeMap::new();
+            for sid in sids {
+                let mut v = Vec::new();
+                db.each_message(&sid, |_, t| {
+                    v.push(t.to_owned());
+                    Ok(())
+                })?;
+                msgs.insert(sid, v);
+            }
+            let runs = db.all_subagent_runs()?.into_iter().map(|r| r.record).collect();
+            Ok((sessions, msgs, runs))
+        })
+        .unwrap()
+}
+
+#[test]
+fn a_gateway_folder_imports_with_canonical_keys_messages_in_order_and_a_skip_report() {
+    let root = gateway_folder();
+    let before = snapshot(&root);
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 99).unwrap();
+    let (sessions, msgs, runs) = dump(&store);
+    let keys: Vec<&str> = sessions.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "agent:main:+15550001",
+            "agent:main:escape",
+            "agent:main:main",
+            "agent:main:subagent:child-1",
+            "agent:main:telegram:group:-100:topic:7",
+            "agent:main:whatsapp:group:123@g.us",
+            "agent:ops:discord:group:dev",
+            "agent:ops:main",
+        ]
+    );
+    assert_eq!(r.sessions, 8);
+    // the newer agent store entry wins over the legacy one; field migration applied
+    assert_eq!(sessions["agent:main:main"]["sessionId"], "sid-main");
+    assert_eq!(sessions["agent:main:main"]["channel"], "telegram");
+    assert_eq!(sessions["agent:main:subagent:child-1"]["spawnedBy"], "agent:main:main");
+    assert_eq!(sessions["agent:ops:discord:group:dev"]["groupChannel"], "#dev");
+    assert!(sessions["agent:main:escape"].get("sessionFile").is_none());
+    let texts = |sid: &str| msgs[sid].iter().map(|t| serde_json::from_str::<Value>(t).unwrap()).collect::<Vec<_>>();
+    let main = texts("sid-main");
+    assert_eq!(main.len(), 2);
+    assert_eq!(main[0]["content"], "one");
+    assert_eq!(main[1]["content"][0]["text"], "two");
+    assert_eq!(texts("sid-child")[0]["role"], "custom");
+    assert_eq!(texts("sid-ops").len(), 2);
+    assert_eq!(texts("sid-topic")[0]["content"], "in topic");
+    assert_eq!(texts("sid-escape")[0]["content"], "beside the store");
+    assert_eq!(texts("sid-old")[0]["content"], "legacy");
+    assert_eq!(r.messages, 8);
+    // the report: the corrupt line, the escape, the entry without sessionId, the bad run
+    let sk = |f: &str| r.skipped.iter().filter(|s| s.file == f).map(|s| (s.line, s.reason.clone())).collect::<Vec<_>>();
+    assert_eq!(sk("agents/main/sessions/sid-main.jsonl").iter().map(|s| s.0).collect::<Vec<_>>(), [Some(3)]);
+    let store_skips = sk("agents/main/sessions/sessions.json");
+    assert!(store_skips.iter().any(|s| s.1.contains("outside the state folder")), "{store_skips:?}");
+    assert!(store_skips.iter().any(|s| s.1.contains("nosid") && s.1.contains("sessionId")), "{store_skips:?}");
+    assert_eq!(sk("subagents/runs.json").len(), 1);
+    assert_eq!(r.skipped.len(), 4, "{:?}", r.skipped);
+    // runs: v1 migrated, announce derived
+    assert_eq!(r.runs, 2);
+    let r1: Value = serde_json::from_str(&runs[0]).unwrap();
+    assert_eq!(r1["cleanupCompletedAt"], 3);
+    assert_eq!(r1["requesterOrigin"], json!({"channel": "telegram"}));
+    assert_eq!(r1["announce"], json!({"status": "delivered", "attempts": 0, "idempotencyKey": "import:r1"}));
+    assert_eq!(r1["extra"], 42);
+    assert!(r1.get("announceCompletedAt").is_none() && r1.get("cleanupHandled").is_none());
+    let r2: Value = serde_json::from_str(&runs[1]).unwrap();
+    assert_eq!(r2["announce"]["status"], "pending");
+    assert_eq!(r2["cleanup"], "keep");
+    assert_eq!(r2["requesterDisplayKey"], "agent:main:main");
+    // the source is untouched
+    assert_eq!(snapshot(&root), before);
+}
+
+#[test]
+fn a_second_import_adds_nothing() {
+    let root = gateway_folder();
+    let store = Store::open(":memory:").unwrap();
+    import_state_dir(&store, &km(), None, &root, 99).unwrap();
+    let first = dump(&store);
+    let again = import_state_dir(&store, &km(), None, &root, 100).unwrap();
+    assert_eq!((again.sessions, again.messages, again.runs), (0, 0, 0));
+    assert_eq!(dump(&store), first);
+}
+
+#[test]
+fn import_export_import_yields_the_same_store() {
+    let root = gateway_folder();
+    let a = Store::open(":memory:").unwrap();
+    import_state_dir(&a, &km(), None, &root, 99).unwrap();
+    let out = tmp("out");
+    let ex = export_state_dir(&a, &km(), &out).unwrap();
+    assert_eq!((ex.sessions, ex.messages, ex.runs), (8, 8, 2));
+    let b = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&b, &km(), None, &out, 99).unwrap();
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    assert_eq!(dump(&b), dump(&a));
+    // the gateway's own formats
+    let text = fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap();
+    assert!(text.starts_with("{\n  \"") && !text.ends_with('\n'));
+    let header: Value = serde_json::from_str(
+        fs::read_to_string(out.join("agents/main/sessions/sid-main.jsonl")).unwrap().lines().next().unwrap(),
+    )
+    .unwrap();
+    assert_eq!((header["type"].as_str(), header["version"].as_i64()), (Some("session"), Some(3)));
+    let runs = fs::read_to_string(out.join("subagents/runs.json")).unwrap();
+    assert!(runs.ends_with("}\n"));
+    assert_eq!(serde_json::from_str::<Value>(&runs).unwrap()["runs"]["r1"]["cleanupHandled"], true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &str| fs::metadata(out.join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("agents/main/sessions/sessions.json"), 0o600);
+        assert_eq!(mode("agents/main/sessions"), 0o700);
+        assert_eq!(mode("subagents/runs.json"), 0o600);
+    }
+}
+
+#[test]
+fn an_entry_already_in_the_store_is_replaced_only_by_a_newer_one() {
+    let root = tmp("newer");
+    write(
+        &root,
+        "agents/main/sessions/sessions.json",
+        r#"{"agent:main:a": {"sessionId": "s1", "updatedAt": 10, "label": "old"}}"#,
+    );
+    let store = Store::open(":memory:").unwrap();
+    let e = json!({"sessionId": "s0", "updatedAt": 20, "label": "mine"}).as_object().cloned().unwrap();
+    store.write(|db| db.put_session("agent:main:a", &e)).unwrap();
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 1).unwrap().sessions, 0);
+    assert_eq!(dump(&store).0["agent:main:a"]["label"], "mine");
+    write(
+        &root,
+        "agents/main/sessions/sessions.json",
+        r#"{"agent:main:a": {"sessionId": "s1", "updatedAt": 30, "label": "new"}}"#,
+    );
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 1).unwrap().sessions, 1);
+    assert_eq!(dump(&store).0["agent:main:a"]["label"], "new");
+}
+
+#[test]
+fn a_legacy_direct_entry_becomes_the_main_entry_when_there_is_none() {
+    let root = tmp("legacy");
+    write(
+        &root,
+        "sessions/sessions.json",
+        r#"{"+1": {"sessionId": "a", "updatedAt": 1}, "+2": {"sessionId": "b", "updatedAt": 2}}"#,
+    );
+    let store = Store::open(":memory:").unwrap();
+    import_state_dir(&store, &km(), None, &root, 1).unwrap();
+    let s = dump(&store).0;
+    assert_eq!(s["agent:main:main"]["sessionId"], "b");
+    assert!(s.contains_key("agent:main:+1") && s.contains_key("agent:main:+2"));
+}
+
+#[test]
+fn bad_files_are_reported_never_fatal_and_a_missing_folder_is_an_error() {
+    let root = tmp("bad");
+    write(&root, "agents/main/sessions/sessions.json", "{ nope");
+    write(&root, "agents/x/sessions/sessions.json", "[]");
+    write(&root, "subagents/runs.json", r#"{"version": 7, "runs": {}}"#);
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 1).unwrap();
+    assert_eq!(r.skipped.len(), 3, "{:?}", r.skipped);
+    assert!(r.skipped[0].reason.contains("line 1"));
+    let err = import_state_dir(&store, &km(), None, &root.join("missing"), 1).unwrap_err();
+    assert_eq!(err.code(), crate::error::ErrorCode::StoreError);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_out_of_the_folder_is_not_followed() {
+    let outside = tmp("outside");
+    write(&outside, "secret.jsonl", &line(msg("user", "secret")));
+    let root = tmp("links");
+    write(&root, "agents/main/sessions/sessions.json", r#"{"agent:main:a": {"sessionId": "s1", "updatedAt": 1}}"#);
+    std::os::unix::fs::symlink(outside.join("secret.jsonl"), root.join("agents/main/sessions/s1.jsonl")).unwrap();
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 1).unwrap();
+    assert_eq!(r.messages, 0);
+    assert!(r.skipped.iter().any(|s| s.file == "agents/main/sessions/s1.jsonl"), "{:?}", r.skipped);
+}
+
+#[test]
+fn export_writes_no_transcript_for_a_session_id_that_is_not_a_file_name() {
+    let store = Store::open(":memory:").unwrap();
+    let e = json!({"sessionId": "../../evil", "updatedAt": 1}).as_object().cloned().unwrap();
+    store
+        .write(|db| {
+            db.put_session("agent:main:e", &e)?;
+            db.append_messages("../../evil", &[(Some("user".into()), r#"{"role":"user","content":"x"}"#.into())])?;
+            Ok(())
+        })
+        .unwrap();
+    let out = tmp("evil");
+    let r = export_state_dir(&store, &km(), &out.join("export")).unwrap();
+    assert_eq!((r.sessions, r.messages, r.files), (1, 0, 1));
+    assert_eq!(r.skipped.len(), 1);
+    assert_eq!(snapshot(&out).len(), 1);
+}
+
+#[test]
+fn an_entry_without_updated_at_is_imported_once() {
+    let root = tmp("noupdated");
+    write(&root, "agents/main/sessions/sessions.json", r#"{"agent:main:a": {"sessionId": "s1"}}"#);
+    let store = Store::open(":memory:").unwrap();
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 100).unwrap().sessions, 1);
+    assert_eq!(dump(&store).0["agent:main:a"]["updatedAt"], 100);
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 200).unwrap().sessions, 0);
+    assert_eq!(dump(&store).0["agent:main:a"]["updatedAt"], 100);
+}
+
+#[test]
+fn imported_messages_are_mirrored_as_appended_ones_are() {
+    let root = gateway_folder();
+    let mirror = tmp("mirror");
+    let store = Store::open(":memory:").unwrap();
+    import_state_dir(&store, &km(), Some(&mirror), &root, 99).unwrap();
+    let text = fs::read_to_string(mirror.join("sid-main.jsonl")).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[2]["message"]["content"][0]["text"], "two");
+    import_state_dir(&store, &km(), Some(&mirror), &root, 99).unwrap();
+    assert_eq!(fs::read_to_string(mirror.join("sid-main.jsonl")).unwrap(), text);
+}
+
+#[test]
+fn a_session_file_inside_the_folder_is_honoured_absolute_or_relative() {
+    let root = tmp("sessionfile");
+    let abs = root.join("elsewhere/named.jsonl");
+    let store_text = json!({
+        "agent:main:a": {"sessionId": "s-a", "updatedAt": 1, "sessionFile": abs.to_string_lossy()},
+        "agent:main:b": {"sessionId": "s-b", "updatedAt": 1, "sessionFile": "sub/b-file.jsonl"},
+    })
+    .to_string();
+    write(&root, "agents/main/sessions/sessions.json", &store_text);
+    write(&root, "elsewhere/named.jsonl", &line(msg("user", "from the absolute path")));
+    write(&root, "agents/main/sessions/sub/b-file.jsonl", &line(msg("user", "from the relative path")));
+    write(&root, "agents/main/sessions/s-a.jsonl", &line(msg("user", "not this one")));
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 1).unwrap();
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    let (_, msgs, _) = dump(&store);
+    assert!(msgs["s-a"][0].contains("from the absolute path"));
+    assert!(msgs["s-b"][0].contains("from the relative path"));
+}
