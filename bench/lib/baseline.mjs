@@ -180,7 +180,7 @@ export class FileStore {
   }
 }
 
-const TOOL_KINDS = new Set(['main', 'group', 'cron', 'hook', 'node', 'other'])
+export const TOOL_KINDS = new Set(['main', 'group', 'cron', 'hook', 'node', 'other'])
 
 function migrateLegacy(e) {
   if (!e || typeof e !== 'object') return
@@ -220,7 +220,7 @@ function sameCtx(a, b) {
   return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k])
 }
 
-function normalizeEntryDelivery(e) {
+export function normalizeEntryDelivery(e) {
   const primary = normCtx({ channel: e.lastChannel ?? e.channel, to: e.lastTo, accountId: e.lastAccountId, threadId: e.lastThreadId })
   const fallback = normCtx(e.deliveryContext)
   const merged = primary || fallback ? { ...fallback, ...primary } : undefined
@@ -247,13 +247,13 @@ function normalizeEntryDelivery(e) {
   return next
 }
 
-function agentIdOf(key) {
+export function agentIdOf(key) {
   if (typeof key !== 'string' || !key.startsWith('agent:')) return undefined
   const parts = key.split(':')
   return parts.length >= 3 && parts[1] ? parts[1].toLowerCase() : undefined
 }
 
-function gatewayKind(key, entry) {
+export function gatewayKind(key, entry) {
   if (key === 'global') return 'global'
   if (key === 'unknown') return 'unknown'
   if (entry?.chatType === 'group' || entry?.chatType === 'channel') return 'group'
@@ -261,7 +261,7 @@ function gatewayKind(key, entry) {
   return 'direct'
 }
 
-function gatewayRow(key, e) {
+export function gatewayRow(key, e) {
   const dc = e?.deliveryContext
   const total = typeof e?.totalTokens === 'number' ? e.totalTokens : (e?.inputTokens ?? 0) + (e?.outputTokens ?? 0)
   return {
@@ -298,7 +298,7 @@ function gatewayRow(key, e) {
   }
 }
 
-function classifyKind(key, gwKind, mainKey) {
+export function classifyKind(key, gwKind, mainKey) {
   if (key === 'main' || key === mainKey) return 'main'
   if (key.startsWith('cron:')) return 'cron'
   if (key.startsWith('hook:')) return 'hook'
@@ -317,7 +317,7 @@ function deriveChannel(key, kind, channel, lastChannel) {
   return 'unknown'
 }
 
-function toolRow(row, kind, dir) {
+export function toolRow(row, kind, dir) {
   const out = { key: row.key, kind, channel: deriveChannel(row.key, kind, row.channel, row.lastChannel) }
   const s = (k, v) => { if (typeof v === 'string') out[k] = v }
   const n = (k, v) => { if (typeof v === 'number') out[k] = v }
@@ -358,14 +358,14 @@ function stripText(t) {
   return t
 }
 
-function stripEnvelope(m) {
+export function stripEnvelope(m) {
   if (!m || m.role !== 'user') return m
   if (typeof m.content === 'string') return { ...m, content: stripText(m.content) }
   if (Array.isArray(m.content)) return { ...m, content: m.content.map((b) => (b?.type === 'text' && typeof b.text === 'string' ? { ...b, text: stripText(b.text) } : b)) }
   return m
 }
 
-function capBytes(messages, max) {
+export function capBytes(messages, max) {
   const sizes = messages.map((m) => Buffer.byteLength(JSON.stringify(m)))
   let total = 2 + sizes.reduce((a, b) => a + b, 0) + Math.max(0, messages.length - 1)
   let start = 0

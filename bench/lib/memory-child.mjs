@@ -1,5 +1,5 @@
 // Child process for the memory workload: open one store, touch it, report memory as JSON.
-//   node --expose-gc memory-child.mjs <baseline|ours> <file> <addon index.js>
+//   node --expose-gc memory-child.mjs <baseline|sqlite|ours> <file> <addon index.js>
 import { createRequire } from 'node:module'
 import { FileStore } from './baseline.mjs'
 
@@ -9,6 +9,11 @@ if (side === 'baseline') {
   const store = new FileStore(file)
   await store.load() // the parsed store stays in the cache, as in the gateway process
   await store.sessionsList({ limit: 50 }, { agentSessionKey: 'agent:main:main' })
+  keep = store
+} else if (side === 'sqlite') {
+  const { SqliteStore } = await import('./sqlite-baseline.mjs')
+  const store = new SqliteStore(file)
+  store.sessionsList({ limit: 50 }, { agentSessionKey: 'agent:main:main' })
   keep = store
 } else {
   const { SessionTools } = createRequire(import.meta.url)(addon)
