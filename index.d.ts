@@ -467,6 +467,13 @@ export declare class SessionTools {
    */
   static open(options: OpenOptions): Promise<SessionTools>
   /**
+   * Diagnostic: calls `fn` `calls` times (1–100 000, default 1 000), one after another,
+   * through the same machinery as the host callbacks (a threadsafe function called from the
+   * runtime, a JSON request in, its value or promise awaited), and reports the mean round
+   * trip. For the benchmark; it touches no store.
+   */
+  static measureCallback(fn: (req: unknown) => unknown, calls?: number): Promise<{ calls: number; totalMs: number; perCallUs: number }>
+  /**
    * Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
    * config on error.
    */

@@ -16,6 +16,7 @@ import { FileStore } from './lib/baseline.mjs'
 import { SqliteStore, SQLITE_VERSION } from './lib/sqlite-baseline.mjs'
 import { makeEntry, makeTranscriptMessage, transcriptLine, rng } from './lib/data.mjs'
 import { renderChart } from './lib/chart.mjs'
+import { orchestrationTable, orchestrationWorkloads } from './lib/orchestration.mjs'
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url))
 const argv = process.argv.slice(2)
@@ -325,6 +326,7 @@ try {
   const paths = await storeWorkloads()
   await historyWorkload()
   const memory = QUICK ? null : memoryWorkload(paths)
+  const orchestration = await orchestrationWorkloads({ SessionTools, quick: QUICK, log })
 
   const meta = {
     date: new Date().toISOString(),
@@ -340,10 +342,11 @@ try {
     durationS: round((performance.now() - t0) / 1000),
   }
   fs.mkdirSync(OUT_DIR, { recursive: true })
-  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, memory }, null, 2) + '\n')
+  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, memory, orchestration }, null, 2) + '\n')
   fs.writeFileSync(path.join(OUT_DIR, 'chart.svg'), renderChart({ meta, results, sizes: SIZES }))
   console.log(`\nsession-tools bench (${meta.mode}, ${meta.node}, ${meta.cpus})\n`)
   console.log(table(results, memory))
+  console.log(`\nOrchestration (session-tools only; the baselines are stores):\n\n${orchestrationTable(orchestration)}`)
   for (const r of results) {
     for (const side of SIDES) if (r[side].firstError) console.log(`! ${r.workload} @ ${r.size}, ${side}: ${r[side].errors + r[side].warmupErrors} operation(s) failed, first: ${r[side].firstError}`)
   }

@@ -205,6 +205,48 @@ impl SessionTools {
         )
     }
 
+    /// Diagnostic: calls `fn` `calls` times (1–100 000, default 1 000), one after another,
+    /// through the same machinery as the host callbacks (a threadsafe function called from the
+    /// runtime, a JSON request in, its value or promise awaited), and reports the mean round
+    /// trip. For the benchmark; it touches no store.
+    #[napi(
+        ts_args_type = "fn: (req: unknown) => unknown, calls?: number",
+        ts_return_type = "Promise<{ calls: number; totalMs: number; perCallUs: number }>"
+    )]
+    pub fn measure_callback<'env>(
+        env: &'env Env,
+        f: Option<Unknown<'env>>,
+        calls: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let calls = match to_json(env, calls, "calls") {
+            Ok(Value::Null) => Ok(1000),
+            Ok(v) => match v.as_f64() {
+                Some(n) if (1.0..=100_000.0).contains(&n) => Ok(n as u64),
+                _ => Err(CoreError::invalid_request("invalid calls: must be a number from 1 to 100000")),
+            },
+            Err(e) => Err(e),
+        };
+        let tsfn = match f {
+            Some(f) if f.get_type().ok() == Some(ValueType::Function) => {
+                super::host::weak::<super::host::JsonArg>(env, f)
+                    .map_err(|e| CoreError::invalid_request(format!("invalid fn: {}", e.reason)))
+            }
+            _ => Err(CoreError::invalid_request("invalid fn: must be a function")),
+        };
+        let work = calls.and_then(|n| Ok((n, tsfn?))).map(|(n, tsfn)| async move {
+            let req = serde_json::json!({"runId": "bench", "sessionKey": "agent:main:main", "message": "ping"});
+            let start = std::time::Instant::now();
+            for _ in 0..n {
+                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()), "fn")
+                    .await
+                    .map_err(CoreError::invalid_request)?;
+            }
+            let total = start.elapsed().as_secs_f64() * 1000.0;
+            Ok(serde_json::json!({"calls": n, "totalMs": total, "perCallUs": total * 1000.0 / n as f64}))
+        });
+        spawn_async(env, work)
+    }
+
     /// Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
     /// config on error.
     #[napi(ts_args_type = "config: GatewayConfig | null | undefined")]

@@ -20,6 +20,12 @@ use crate::host::{AgentRunRequest, Event, Host, HostFuture};
 /// One argument, made on the JS thread from JSON.
 pub struct JsonArg(Value);
 
+impl JsonArg {
+    pub fn new(v: Value) -> JsonArg {
+        JsonArg(v)
+    }
+}
+
 impl ToNapiValue for JsonArg {
     unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> napi::Result<napi::sys::napi_value> {
         let env = Env::from_raw(env);
@@ -123,7 +129,7 @@ impl FromNapiValue for Reply {
     }
 }
 
-type Callback<A> = ThreadsafeFunction<A, Reply, A, Status, false, true>;
+pub type Callback<A> = ThreadsafeFunction<A, Reply, A, Status, false, true>;
 type SteerArgs = FnArgs<(String, String)>;
 
 /// The callbacks given to `open`, made threadsafe on the JS thread.
@@ -135,7 +141,7 @@ pub struct Callbacks {
     steer: Option<Callback<SteerArgs>>,
 }
 
-fn weak<A: 'static + JsValuesTupleIntoVec>(env: &Env, f: Unknown<'_>) -> napi::Result<Callback<A>> {
+pub fn weak<A: 'static + JsValuesTupleIntoVec>(env: &Env, f: Unknown<'_>) -> napi::Result<Callback<A>> {
     let f = unsafe { Function::<A, Reply>::from_napi_value(env.raw(), f.raw()) }?;
     f.build_threadsafe_function::<A>().callee_handled::<false>().weak::<true>().build()
 }
@@ -169,7 +175,7 @@ pub struct JsHost {
     events: Option<mpsc::UnboundedSender<Value>>,
 }
 
-async fn call<A: 'static + JsValuesTupleIntoVec>(
+pub async fn call<A: 'static + JsValuesTupleIntoVec>(
     f: &Callback<A>,
     arg: A,
     name: &str,
