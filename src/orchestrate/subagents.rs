@@ -1,44 +1,1011 @@
 //! The sub-agent registry (REFERENCE.md §6.4–§6.8, DECISIONS.md #3, #5): records persisted in
 //! `subagent_runs`, the completion wait, the announce flow (through the outbox), queue and
 //! steer modes, cleanup, the archive sweeper and restart recovery.
+//!
+//! A child's life: `sessions_spawn` registers its record and arms a *completion wait*; when the
+//! run ends, the record gets `endedAt`/`outcome` and its announce is recorded in the outbox
+//! under the record's idempotency key (so recording it again, e.g. on recovery, adds nothing).
+//! The outbox worker calls [`attempt_announce`]: the trigger message (§6.5, §6.7) reaches the
+//! requester by steering its active run, through the per-requester announce queue while a run
+//! is active (§6.8), or directly as an `announce` run with `deliver: true`. When the announce
+//! settles, [`announce_settled`] records it and cleans up (`delete` removes the child, `keep`
+//! sets `cleanupCompletedAt` and the archive time, counted from the run's end). The sweeper is
+//! one timer, set for the next archive due. Every change to a record is one transaction that
+//! reads it fresh, so the completion wait, the outbox and a requester's deletion never undo
+//! each other's writes. Nothing here decides whether a spawn is allowed: `spawn` does.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
+use tokio::sync::{oneshot, watch, Notify};
 
 use super::outbox::{Attempt, OutboxRow};
-use super::Orchestrator;
+use super::prompts::{self, SubagentOutcome};
+use super::runs::{Provenance, RunSnapshot, RunSpec, RunStatus, INTERRUPTED};
+use super::stats::{self, ModelCost, RunStats};
+use super::{blocking, reply, Orchestrator, SUBAGENT_ANNOUNCE};
+use crate::config::Config;
+use crate::entry::{self, DeliveryContext, Entry};
 use crate::error::Result;
+use crate::host::{Lane, RunOptions};
+use crate::js::collapse_whitespace;
+pub use crate::store::subagents::{AnnounceState, RunOutcome, SubagentRun};
+
+/// The outcome error of a child whose requester session was deleted while it ran.
+pub const REQUESTER_DELETED: &str = "stopped: requester session deleted";
+/// The title of a combined announce in `collect` mode (§6.8).
+pub const QUEUED_TITLE: &str = "[Queued announce messages while agent was busy]";
+/// How long one wait for a run lasts before it is renewed.
+const WAIT_SLICE_MS: u64 = 60_000;
+/// The longest an announce attempt waits for its run (the outbox lease is 15 minutes).
+const MAX_ANNOUNCE_WAIT_MS: u64 = 14 * 60 * 1000;
 
 /// In-memory state of the registry of one open store.
-#[derive(Default)]
-pub struct Registry {}
+pub struct Registry {
+    shutdown: watch::Sender<bool>,
+    sweeper_wake: Arc<Notify>,
+    sweeper_started: AtomicBool,
+    /// announce idempotency key → the announce run started for it, so that a retry waits for
+    /// that run instead of starting a second one
+    announce_runs: Mutex<HashMap<String, String>>,
+    /// requester canonical key → its announce queue (§6.8)
+    queues: Mutex<HashMap<String, AnnounceQueue>>,
+}
 
-/// On open: what was left unannounced is announced; runs that were in flight end as
-/// interrupted and are announced.
-pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
-    let _ = orch;
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            shutdown: watch::channel(false).0,
+            sweeper_wake: Arc::new(Notify::new()),
+            sweeper_started: AtomicBool::new(false),
+            announce_runs: Mutex::new(HashMap::new()),
+            queues: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `fut` in the background until it ends or the registry is closed.
+fn spawn_task(orch: &Orchestrator, fut: impl Future<Output = ()> + Send + 'static) {
+    let mut stop = orch.subagents().shutdown.subscribe();
+    if *stop.borrow() {
+        return;
+    }
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => {}
+            _ = fut => {}
+        }
+    });
+}
+
+/// `archiveAfterMinutes` in milliseconds (fractions kept); `None`: archiving disabled.
+pub fn archive_after_ms(cfg: &Config) -> Option<i64> {
+    cfg.subagents
+        .archive_after_minutes
+        .filter(|m| m.is_finite() && *m > 0.0)
+        .map(|m| (m * 60_000.0).round().max(1.0) as i64)
+}
+
+// ---- records ---------------------------------------------------------------------------------
+
+/// Changes one record in one transaction (read fresh, changed by `f`, written back); the record
+/// as written, or `None` when it is gone or `f` changed nothing.
+async fn update(
+    orch: &Orchestrator,
+    run_id: &str,
+    f: impl Fn(&mut SubagentRun) -> bool + Send + 'static,
+) -> Result<Option<SubagentRun>> {
+    let (e, id) = (orch.engine().clone(), run_id.to_owned());
+    blocking(move || {
+        e.store().write(|db| {
+            let Some(mut r) = db.subagent_run(&id)? else { return Ok(None) };
+            if !f(&mut r) {
+                return Ok(None);
+            }
+            db.put_subagent_run(&r)?;
+            Ok(Some(r))
+        })
+    })
+    .await
+}
+
+async fn load(orch: &Orchestrator, run_id: &str) -> Result<Option<SubagentRun>> {
+    let (e, id) = (orch.engine().clone(), run_id.to_owned());
+    blocking(move || e.store().read(|db| db.subagent_run(&id))).await
+}
+
+/// Registers a freshly started child run (§6.4 *Register*) and arms its completion wait.
+pub async fn register(orch: &Arc<Orchestrator>, record: SubagentRun) -> Result<()> {
+    let e = orch.engine().clone();
+    let r = record.clone();
+    blocking(move || e.store().write(|db| db.put_subagent_run(&r))).await?;
+    arm_completion(orch, record.run_id);
     Ok(())
 }
 
-/// Stops the sweeper and the completion waits. Idempotent.
-pub fn close(orch: &Orchestrator) {
-    let _ = orch;
+/// `listSubagentRuns(requesterKey?)`: the API.md §4 `SubagentRun` records, in `createdAt`
+/// order, of one requester (its key canonicalised) or of all.
+pub fn list(orch: &Orchestrator, requester_key: Option<&str>) -> Result<Vec<Value>> {
+    let key = match requester_key {
+        Some(raw) => Some(orch.engine().config().key_model().canonical(raw)?),
+        None => None,
+    };
+    let runs = orch.engine().store().read(|db| db.subagent_runs(key.as_deref()))?;
+    Ok(runs.iter().map(SubagentRun::to_json).collect())
+}
+
+/// Children of `requester_key` (canonical) still running.
+pub fn running_count(orch: &Orchestrator, requester_key: &str) -> Result<u64> {
+    orch.engine().store().read(|db| db.running_subagent_count(requester_key))
+}
+
+// ---- completion --------------------------------------------------------------------------------
+
+/// Waits (in the background) for a child run to end, then records how and announces it.
+fn arm_completion(orch: &Arc<Orchestrator>, run_id: String) {
+    let weak = Arc::downgrade(orch);
+    let (engine, runs) = (orch.engine().clone(), orch.runs().clone());
+    spawn_task(orch, async move {
+        let snap = loop {
+            match runs.wait(&engine, &run_id, WAIT_SLICE_MS).await {
+                Ok(s) if s.status != RunStatus::Timeout || s.ended_at.is_some() => break s,
+                Ok(_) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+            if weak.strong_count() == 0 {
+                return;
+            }
+        };
+        if let Some(orch) = weak.upgrade() {
+            run_ended(&orch, &run_id, snap).await;
+        }
+    });
+}
+
+fn outcome_of(snap: &RunSnapshot) -> RunOutcome {
+    match snap.status {
+        RunStatus::Ok => RunOutcome { status: "ok".into(), error: None },
+        RunStatus::Timeout => RunOutcome { status: "timeout".into(), error: None },
+        RunStatus::Error => RunOutcome { status: "error".into(), error: snap.error.clone() },
+        RunStatus::Running => RunOutcome { status: "unknown".into(), error: None },
+    }
+}
+
+/// The child run ended: `endedAt`/`outcome` recorded (unless something else ended the record
+/// first, e.g. its requester's deletion), then the announce is recorded in the outbox.
+async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunSnapshot) {
+    let outcome = outcome_of(&snap);
+    let (started, ended) = (snap.started_at, snap.ended_at.unwrap_or_else(entry::now_ms));
+    let changed = update(orch, run_id, move |r| {
+        if r.ended_at.is_some() {
+            return false;
+        }
+        r.started_at = r.started_at.or(started);
+        r.ended_at = Some(ended);
+        r.outcome = Some(outcome.clone());
+        r.archive_at_ms = None;
+        true
+    })
+    .await;
+    match changed {
+        Ok(Some(rec)) => enqueue_announce(orch, &rec).await,
+        Ok(None) => {}
+        Err(e) => orch.emit("store.error", Some(run_id), None, json!({"error": e.message()})),
+    }
+}
+
+/// Records the announce of an ended child in the outbox (a no-op when it is there already; an
+/// item that already reached its final status is settled on the record, for a process that
+/// stopped between the two).
+async fn enqueue_announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) {
+    if rec.announce.status != "pending" {
+        return;
+    }
+    let (e, outbox) = (orch.engine().clone(), orch.outbox().clone());
+    let (key, requester, run_id) =
+        (rec.announce.idempotency_key.clone(), rec.requester_session_key.clone(), rec.run_id.clone());
+    let done = blocking(move || {
+        let payload = json!({ "runId": run_id });
+        if outbox.enqueue(&key, SUBAGENT_ANNOUNCE, Some(&requester), &payload)? {
+            return Ok(None);
+        }
+        let item = e.store().read(|db| db.outbox_item(&key))?;
+        Ok(item.filter(|i| i.status != "pending"))
+    })
+    .await;
+    match done {
+        Ok(Some(item)) => {
+            settle(orch, &rec.run_id, &item.status, item.attempts).await;
+        }
+        Ok(None) => {}
+        Err(e) => orch.emit("store.error", Some(&rec.run_id), None, json!({"error": e.message()})),
+    }
+}
+
+// ---- the announce --------------------------------------------------------------------------
+
+/// §6.5 steps 2–7: the trigger message for an ended child.
+async fn build_trigger(orch: &Orchestrator, rec: &SubagentRun) -> Result<String> {
+    let e = orch.engine().clone();
+    let child = rec.child_session_key.clone();
+    let (entry, messages) = blocking(move || {
+        let key = Value::from(child);
+        let entry = e.get_session(&key)?;
+        let (_, _, page) = e.chat_history(&key, &json!({"limit": 50}))?;
+        let messages: Vec<Value> = page.messages.iter().filter_map(|m| serde_json::from_str(&m.json).ok()).collect();
+        Ok((entry, messages))
+    })
+    .await?;
+    let found = reply::latest_assistant_reply(&messages);
+    let outcome = match rec.outcome.as_ref().map(|o| o.status.as_str()) {
+        Some("ok") => SubagentOutcome::Ok,
+        Some("timeout") => SubagentOutcome::Timeout,
+        Some("error") => SubagentOutcome::Error(rec.outcome.as_ref().and_then(|o| o.error.clone())),
+        _ => SubagentOutcome::Unknown,
+    };
+    let cfg = orch.engine().config();
+    let entry = entry.unwrap_or_default();
+    let line = stats::stats_line(&run_stats(orch, &cfg, rec, &entry).as_ref());
+    let title = prompts::task_title(rec.label.as_deref(), Some(&rec.task));
+    Ok(prompts::subagent_trigger(title, &prompts::status_label(&outcome), found.as_deref(), &line))
+}
+
+/// Owned stats inputs, borrowed by [`RunStats`].
+struct StatsInput {
+    base: RunStats<'static>,
+    key: String,
+    session_id: Option<String>,
+    transcript: Option<String>,
+}
+
+impl StatsInput {
+    fn as_ref(&self) -> RunStats<'_> {
+        RunStats {
+            session_key: &self.key,
+            session_id: self.session_id.as_deref(),
+            transcript_path: self.transcript.as_deref(),
+            ..self.base.clone()
+        }
+    }
+}
+
+/// §6.7: the child's usage from its entry (written before its run was recorded as ended, so
+/// one read is enough), the price from the config's cost table.
+fn run_stats(orch: &Orchestrator, cfg: &Config, rec: &SubagentRun, entry: &Entry) -> StatsInput {
+    let num = |k: &str| entry.get(k).and_then(Value::as_f64).filter(|f| f.is_finite());
+    let model = entry::text_field(entry, "model");
+    let provider = entry::text_field(entry, "modelProvider");
+    let cost = model.and_then(|m| {
+        let (p, id) = match provider {
+            Some(p) => (p.to_owned(), m.to_owned()),
+            None => {
+                let r = cfg.models.resolve(m)?;
+                (r.provider?, r.model)
+            }
+        };
+        cfg.models.cost(&p, &id).map(|c| ModelCost { input: c.input, output: c.output })
+    });
+    StatsInput {
+        base: RunStats {
+            started_at: rec.started_at.map(|v| v as f64),
+            ended_at: rec.ended_at.map(|v| v as f64),
+            total_tokens: num("totalTokens"),
+            input_tokens: num("inputTokens"),
+            output_tokens: num("outputTokens"),
+            cost,
+            session_key: "",
+            session_id: None,
+            transcript_path: None,
+        },
+        key: rec.child_session_key.clone(),
+        session_id: entry::str_field(entry, "sessionId").map(str::to_owned),
+        transcript: orch.engine().transcript_path(entry),
+    }
+}
+
+/// The queue mode of §6.8, normalized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueMode {
+    Steer,
+    SteerBacklog,
+    Interrupt,
+    Followup,
+    Collect,
+}
+
+fn normalize_mode(raw: &str) -> Option<QueueMode> {
+    Some(match raw.trim().to_lowercase().as_str() {
+        "queue" | "queued" | "steer" | "steering" => QueueMode::Steer,
+        "interrupt" | "interrupts" | "abort" => QueueMode::Interrupt,
+        "followup" | "follow-ups" | "followups" => QueueMode::Followup,
+        "collect" | "coalesce" => QueueMode::Collect,
+        "steer+backlog" | "steer-backlog" | "steer_backlog" => QueueMode::SteerBacklog,
+        _ => return None,
+    })
+}
+
+/// What to do when the cap is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropPolicy {
+    Old,
+    New,
+    Summarize,
+}
+
+fn normalize_drop(raw: &str) -> Option<DropPolicy> {
+    Some(match raw.trim().to_lowercase().as_str() {
+        "old" | "oldest" => DropPolicy::Old,
+        "new" | "newest" => DropPolicy::New,
+        "summarize" | "summary" => DropPolicy::Summarize,
+        _ => return None,
+    })
+}
+
+/// The requester's queue settings (§6.8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueSettings {
+    pub mode: QueueMode,
+    pub debounce_ms: u64,
+    pub cap: usize,
+    pub drop: DropPolicy,
+}
+
+/// §6.8: the entry's own settings, then the config's per-channel and general ones, then the
+/// defaults (collect, 1000 ms, 20, summarize).
+pub fn queue_settings(cfg: &Config, entry: &Entry) -> QueueSettings {
+    let channel = entry::text_field(entry, "channel").or(entry::text_field(entry, "lastChannel")).map(str::to_lowercase);
+    let q = &cfg.queue;
+    let by_channel = |m: &std::collections::BTreeMap<String, String>| channel.as_ref().and_then(|c| m.get(c)).cloned();
+    let mode = [entry::text_field(entry, "queueMode").map(str::to_owned), by_channel(&q.by_channel), q.mode.clone()]
+        .into_iter()
+        .flatten()
+        .find_map(|m| normalize_mode(&m))
+        .unwrap_or(QueueMode::Collect);
+    let number = |k: &str| entry.get(k).and_then(Value::as_f64).filter(|f| f.is_finite() && *f >= 0.0);
+    let debounce_ms = number("queueDebounceMs")
+        .map(|f| f.floor() as u64)
+        .or_else(|| channel.as_ref().and_then(|c| q.debounce_ms_by_channel.get(c)).copied())
+        .or(q.debounce_ms)
+        .unwrap_or(1000);
+    let cap = number("queueCap").map(|f| f.floor().max(1.0) as usize).or(q.cap.map(|c| c.max(1) as usize)).unwrap_or(20);
+    let drop = [entry::text_field(entry, "queueDrop").map(str::to_owned), q.drop.clone()]
+        .into_iter()
+        .flatten()
+        .find_map(|d| normalize_drop(&d))
+        .unwrap_or(DropPolicy::Summarize);
+    QueueSettings { mode, debounce_ms, cap, drop }
 }
 
 /// One try of a sub-agent announce (a `subagent_announce` outbox item).
 pub async fn attempt_announce(orch: &Arc<Orchestrator>, row: OutboxRow) -> Attempt {
-    let _ = (orch, row);
-    Attempt::Failed("sub-agent announces are not available yet".to_owned())
+    let Some(run_id) = row.payload.get("runId").and_then(Value::as_str).map(str::to_owned) else {
+        return Attempt::Failed("malformed sub-agent announce: no runId".to_owned());
+    };
+    let rec = match load(orch, &run_id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return Attempt::Skipped("the sub-agent run is no longer registered".to_owned()),
+        Err(e) => return Attempt::Retry(e.message().to_owned()),
+    };
+    if rec.announce.status != "pending" {
+        return Attempt::Skipped(format!("the announce is already {}", rec.announce.status));
+    }
+    let key = rec.announce.idempotency_key.clone();
+    // an announce run an earlier try of this process started: wait for it, never start another
+    let earlier = lock(&orch.subagents().announce_runs).get(&key).cloned();
+    if let Some(run) = earlier {
+        return await_announce_run(orch, &[key], &run).await;
+    }
+    match announce(orch, &rec).await {
+        Ok(a) => a,
+        Err(e) => Attempt::Retry(e.message().to_owned()),
+    }
 }
+
+/// §6.5 step 8–9 with §6.8: steer, queue or direct.
+async fn announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) -> Result<Attempt> {
+    let trigger = build_trigger(orch, rec).await?;
+    let requester = rec.requester_session_key.clone();
+    let e = orch.engine().clone();
+    let k = requester.clone();
+    let entry = blocking(move || e.get_session(&Value::from(k))).await?;
+    let cfg = orch.engine().config();
+    let origin = DeliveryContext::of_object(rec.requester_origin.as_ref());
+    let chain = chain_of(orch, &rec.run_id).await;
+    if let Some(entry) = entry.as_ref().filter(|e| entry::str_field(e, "sessionId").is_some()) {
+        let settings = queue_settings(&cfg, entry);
+        if matches!(settings.mode, QueueMode::Steer | QueueMode::SteerBacklog) && orch.host().can_steer() {
+            if let Ok(true) = orch.host().steer(requester.clone(), trigger.clone()).await {
+                return Ok(Attempt::Delivered);
+            }
+        }
+        let (e, r, k) = (orch.engine().clone(), orch.runs().clone(), requester.clone());
+        let active = blocking(move || r.active_run(&e, &k)).await?;
+        if active.is_some() {
+            let item_origin = entry::delivery_context(entry).overlay(origin);
+            let item = QueueItem {
+                prompt: trigger,
+                summary_line: prompts::task_title(rec.label.as_deref(), Some(&rec.task)).to_owned(),
+                origin_key: origin_key(&item_origin),
+                origin: item_origin,
+                key: rec.announce.idempotency_key.clone(),
+                child_key: rec.child_session_key.clone(),
+                chain,
+                done: None,
+            };
+            return Ok(enqueue_queued(orch, &requester, settings, item).await);
+        }
+    }
+    let route = if origin.is_empty() { entry.as_ref().map(entry::delivery_context).unwrap_or_default() } else { origin };
+    let run = start_announce_run(orch, &requester, trigger, &route, &rec.child_session_key, chain)?;
+    let key = rec.announce.idempotency_key.clone();
+    lock(&orch.subagents().announce_runs).insert(key.clone(), run.clone());
+    Ok(await_announce_run(orch, &[key], &run).await)
+}
+
+/// The chain of the child's run, for the announce run on the requester.
+async fn chain_of(orch: &Orchestrator, run_id: &str) -> String {
+    let (e, id) = (orch.engine().clone(), run_id.to_owned());
+    blocking(move || e.store().read(|db| db.run(&id)))
+        .await
+        .ok()
+        .flatten()
+        .and_then(|r| r.chain_id)
+        .unwrap_or_else(super::new_chain_id)
+}
+
+fn thread_text(v: &Option<Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Starts an `announce` run on the requester, delivered to `route`. The announce is owed, so it
+/// is not held to the chain budget.
+fn start_announce_run(
+    orch: &Orchestrator,
+    requester: &str,
+    message: String,
+    route: &DeliveryContext,
+    child_key: &str,
+    chain: String,
+) -> Result<String> {
+    let cfg = orch.engine().config();
+    let options = RunOptions {
+        deliver: true,
+        channel: route.channel.clone(),
+        to: route.to.clone(),
+        account_id: route.account_id.clone(),
+        thread_id: thread_text(&route.thread_id),
+        ..RunOptions::new(Lane::Announce, cfg.default_timeout_seconds.saturating_mul(1000), chain)
+    };
+    let spec = RunSpec {
+        session_key: requester.to_owned(),
+        message,
+        provenance: Provenance { kind: "announce", source_session_key: Some(child_key.to_owned()) },
+        options,
+        chain_limit: None,
+    };
+    orch.runs()
+        .start(orch.engine().clone(), orch.host().clone(), spec)?
+        .ok_or_else(|| crate::error::Error::store("the announce run was not admitted"))
+}
+
+/// Waits for an announce run: `ok` → delivered; an error → retried (a fresh run next time); a
+/// run still going → retried later, waiting for the same run.
+async fn await_announce_run(orch: &Orchestrator, keys: &[String], run: &str) -> Attempt {
+    let timeout = orch.engine().config().default_timeout_seconds.saturating_mul(1000);
+    let cap = timeout.saturating_add(WAIT_SLICE_MS).min(MAX_ANNOUNCE_WAIT_MS);
+    let snap = orch.runs().wait(orch.engine(), run, cap).await;
+    let forget = || {
+        let mut map = lock(&orch.subagents().announce_runs);
+        for k in keys {
+            map.remove(k);
+        }
+    };
+    match snap {
+        Ok(s) if s.status == RunStatus::Ok => {
+            forget();
+            Attempt::Delivered
+        }
+        Ok(s) if s.status == RunStatus::Timeout && s.ended_at.is_none() => {
+            Attempt::Retry("the announce run is still going".to_owned())
+        }
+        Ok(s) => {
+            forget();
+            Attempt::Retry(s.error.unwrap_or_else(|| format!("the announce run ended with {}", s.status.as_str())))
+        }
+        Err(e) => Attempt::Retry(e.message().to_owned()),
+    }
+}
+
+// ---- the announce queue (§6.8) ---------------------------------------------------------------------
+
+struct QueueItem {
+    prompt: String,
+    summary_line: String,
+    origin: DeliveryContext,
+    origin_key: Option<String>,
+    /// the announce idempotency key
+    key: String,
+    child_key: String,
+    chain: String,
+    done: Option<oneshot::Sender<Attempt>>,
+}
+
+impl QueueItem {
+    fn finish(&mut self, a: Attempt) {
+        if let Some(tx) = self.done.take() {
+            let _ = tx.send(a);
+        }
+    }
+}
+
+struct AnnounceQueue {
+    settings: QueueSettings,
+    items: VecDeque<QueueItem>,
+    last_enqueued: Instant,
+    dropped: usize,
+    summary_lines: Vec<String>,
+}
+
+fn origin_key(o: &DeliveryContext) -> Option<String> {
+    match (&o.channel, &o.to) {
+        (Some(c), Some(t)) => Some(format!(
+            "{c}|{t}|{}|{}",
+            o.account_id.clone().unwrap_or_default(),
+            thread_text(&o.thread_id).unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
+
+fn summary_line(text: &str) -> String {
+    let line = collapse_whitespace(text);
+    if line.chars().count() > 160 {
+        let cut: String = line.chars().take(159).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        line
+    }
+}
+
+/// `[Queue overflow] Dropped <n> announce(s) due to cap.` with the summary lines.
+pub fn overflow_summary(dropped: usize, lines: &[String]) -> String {
+    let noun = if dropped == 1 { "announce" } else { "announces" };
+    let mut out = vec![format!("[Queue overflow] Dropped {dropped} {noun} due to cap.")];
+    if !lines.is_empty() {
+        out.push("Summary:".to_owned());
+        out.extend(lines.iter().map(|l| format!("- {l}")));
+    }
+    out.join("\n")
+}
+
+/// Queues an announce behind the requester's active run and waits for its delivery. Over the
+/// cap, `new` refuses this item and `old`/`summarize` drop the oldest; a dropped item fails
+/// (the outbox records it with `delivery.failed`), and `summarize` sends a summary of the
+/// dropped ones in addition to the next delivery.
+async fn enqueue_queued(
+    orch: &Arc<Orchestrator>,
+    requester: &str,
+    settings: QueueSettings,
+    mut item: QueueItem,
+) -> Attempt {
+    let (tx, rx) = oneshot::channel();
+    item.done = Some(tx);
+    let start_drain = {
+        let mut queues = lock(&orch.subagents().queues);
+        let fresh = !queues.contains_key(requester);
+        let q = queues.entry(requester.to_owned()).or_insert_with(|| AnnounceQueue {
+            settings: settings.clone(),
+            items: VecDeque::new(),
+            last_enqueued: Instant::now(),
+            dropped: 0,
+            summary_lines: Vec::new(),
+        });
+        q.settings = settings;
+        let cap = q.settings.cap.max(1);
+        if q.items.len() >= cap {
+            let reason = format!("dropped: the announce queue of {requester} is full (cap {cap})");
+            if q.settings.drop == DropPolicy::New {
+                return Attempt::Failed(reason);
+            }
+            let excess = q.items.len() + 1 - cap;
+            for mut old in q.items.drain(..excess).collect::<Vec<_>>() {
+                if q.settings.drop == DropPolicy::Summarize {
+                    q.dropped += 1;
+                    q.summary_lines.push(summary_line(&old.summary_line));
+                }
+                old.finish(Attempt::Failed(reason.clone()));
+            }
+            let keep_from = q.summary_lines.len().saturating_sub(cap);
+            q.summary_lines.drain(..keep_from);
+        }
+        q.items.push_back(item);
+        q.last_enqueued = Instant::now();
+        fresh
+    };
+    if start_drain {
+        let (o, k) = (orch.clone(), requester.to_owned());
+        spawn_task(orch, async move { drain(&o, &k).await });
+    }
+    rx.await.unwrap_or_else(|_| Attempt::Retry("the announce queue was closed".to_owned()))
+}
+
+/// One requester's queue: waits for its active run to end and the debounce to pass, then sends
+/// (collect: one combined prompt when every item has the same route, else one by one).
+async fn drain(orch: &Arc<Orchestrator>, requester: &str) {
+    loop {
+        loop {
+            let (e, r, k) = (orch.engine().clone(), orch.runs().clone(), requester.to_owned());
+            match blocking(move || r.active_run(&e, &k)).await {
+                Ok(Some(run)) => {
+                    let _ = orch.runs().wait(orch.engine(), &run, WAIT_SLICE_MS).await;
+                }
+                Ok(None) => break,
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        loop {
+            let left = {
+                let queues = lock(&orch.subagents().queues);
+                let Some(q) = queues.get(requester) else { return };
+                let debounce = Duration::from_millis(q.settings.debounce_ms);
+                debounce.saturating_sub(q.last_enqueued.elapsed())
+            };
+            if left.is_zero() {
+                break;
+            }
+            tokio::time::sleep(left).await;
+        }
+        let (batch, summary, mode) = {
+            let mut queues = lock(&orch.subagents().queues);
+            let Some(q) = queues.get_mut(requester) else { return };
+            if q.items.is_empty() {
+                queues.remove(requester);
+                return;
+            }
+            let summary = (q.dropped > 0).then(|| overflow_summary(q.dropped, &q.summary_lines));
+            q.dropped = 0;
+            q.summary_lines.clear();
+            let batch: Vec<QueueItem> = if q.settings.mode == QueueMode::Collect {
+                q.items.drain(..).collect()
+            } else {
+                q.items.pop_front().into_iter().collect()
+            };
+            (batch, summary, q.settings.mode)
+        };
+        send_batch(orch, requester, batch, summary, mode).await;
+    }
+}
+
+fn cross_origin(items: &[QueueItem]) -> bool {
+    let keyed: Vec<&String> = items.iter().filter_map(|i| i.origin_key.as_ref()).collect();
+    let unkeyed_with_origin = items.iter().any(|i| i.origin_key.is_none() && !i.origin.is_empty());
+    let mut distinct = keyed.clone();
+    distinct.sort();
+    distinct.dedup();
+    let mixed = !keyed.is_empty() && keyed.len() < items.len();
+    unkeyed_with_origin || distinct.len() > 1 || mixed
+}
+
+async fn send_batch(
+    orch: &Arc<Orchestrator>,
+    requester: &str,
+    mut batch: Vec<QueueItem>,
+    summary: Option<String>,
+    mode: QueueMode,
+) {
+    if mode == QueueMode::Collect && !cross_origin(&batch) {
+        let mut blocks = vec![QUEUED_TITLE.to_owned()];
+        blocks.extend(summary);
+        blocks.extend(batch.iter().enumerate().map(|(i, it)| format!("---\nQueued #{}\n{}", i + 1, it.prompt)));
+        let Some(last) = batch.last() else { return };
+        let (route, child, chain) = (last.origin.clone(), last.child_key.clone(), last.chain.clone());
+        let keys: Vec<String> = batch.iter().map(|i| i.key.clone()).collect();
+        let outcome = send_one(orch, requester, blocks.join("\n\n"), &route, &child, chain, &keys).await;
+        for it in &mut batch {
+            it.finish(outcome.clone());
+        }
+        return;
+    }
+    let mut summary = summary;
+    for mut it in batch {
+        if let Some(text) = summary.take() {
+            // sent in addition to the item, never instead of it; its own delivery is best effort
+            let _ = send_one(orch, requester, text, &it.origin, &it.child_key, it.chain.clone(), &[]).await;
+        }
+        let keys = [it.key.clone()];
+        let outcome = send_one(orch, requester, it.prompt.clone(), &it.origin, &it.child_key, it.chain.clone(), &keys).await;
+        it.finish(outcome);
+    }
+}
+
+async fn send_one(
+    orch: &Arc<Orchestrator>,
+    requester: &str,
+    message: String,
+    route: &DeliveryContext,
+    child_key: &str,
+    chain: String,
+    keys: &[String],
+) -> Attempt {
+    match start_announce_run(orch, requester, message, route, child_key, chain) {
+        Ok(run) => {
+            {
+                let mut map = lock(&orch.subagents().announce_runs);
+                for k in keys {
+                    map.insert(k.clone(), run.clone());
+                }
+            }
+            await_announce_run(orch, keys, &run).await
+        }
+        Err(e) => Attempt::Retry(e.message().to_owned()),
+    }
+}
+
+// ---- settling and cleanup --------------------------------------------------------------------
 
 /// A sub-agent announce reached a final status.
 pub fn announce_settled(orch: &Arc<Orchestrator>, row: &OutboxRow, status: &str, attempts: u32, error: Option<&str>) {
-    let _ = (orch, row, status, attempts, error);
+    let _ = error;
+    let Some(run_id) = row.payload.get("runId").and_then(Value::as_str).map(str::to_owned) else { return };
+    let (o, status) = (orch.clone(), status.to_owned());
+    spawn_task(orch, async move { settle(&o, &run_id, &status, attempts).await });
 }
 
-/// `listSubagentRuns(requesterKey?)`: the API.md §4 `SubagentRun` records.
-pub fn list(orch: &Orchestrator, requester_key: Option<&str>) -> Result<Vec<Value>> {
-    let _ = (orch, requester_key);
-    Ok(Vec::new())
+/// Records the announce's final status, then cleans up.
+async fn settle(orch: &Arc<Orchestrator>, run_id: &str, status: &str, attempts: u32) {
+    let s = status.to_owned();
+    let rec = update(orch, run_id, move |r| {
+        if r.announce.status == "pending" {
+            r.announce.status = s.clone();
+        }
+        r.announce.attempts = r.announce.attempts.max(attempts);
+        true
+    })
+    .await;
+    let rec = match rec {
+        Ok(Some(r)) => r,
+        Ok(None) => return,
+        Err(e) => {
+            orch.emit("store.error", Some(run_id), None, json!({"error": e.message()}));
+            return;
+        }
+    };
+    if status == "delivered" && rec.announce.status == "delivered" {
+        orch.emit(
+            "subagent.announced",
+            Some(run_id),
+            Some(&rec.requester_session_key),
+            json!({"childSessionKey": rec.child_session_key, "attempts": rec.announce.attempts}),
+        );
+    }
+    finalize(orch, rec).await;
+}
+
+/// Cleanup after the announce settled: `delete` removes the child session (with its
+/// transcript) and the record; `keep` patches the label back, sets `cleanupCompletedAt` and,
+/// when archiving is on, `archiveAtMs` counted from the run's end.
+async fn finalize(orch: &Arc<Orchestrator>, rec: SubagentRun) {
+    if rec.cleanup_completed_at.is_some() || rec.ended_at.is_none() {
+        return;
+    }
+    let e = orch.engine().clone();
+    let r = rec.clone();
+    let done = blocking(move || {
+        let child = Value::from(r.child_session_key.clone());
+        if r.cleanup == "delete" {
+            let _ = e.delete_session(&child, &json!({"deleteTranscript": true}));
+            e.store().write(|db| db.delete_subagent_run(&r.run_id))?;
+            return Ok(false);
+        }
+        if let Some(label) = &r.label {
+            let _ = e.patch_session(&json!({"key": r.child_session_key, "label": label}));
+        }
+        let archive = archive_after_ms(&e.config());
+        let now = entry::now_ms();
+        e.store().write(|db| {
+            let Some(mut cur) = db.subagent_run(&r.run_id)? else { return Ok(false) };
+            if cur.cleanup_completed_at.is_some() {
+                return Ok(false);
+            }
+            cur.cleanup_completed_at = Some(now);
+            cur.archive_at_ms = archive.map(|ms| cur.ended_at.unwrap_or(now).saturating_add(ms));
+            db.put_subagent_run(&cur)?;
+            Ok(cur.archive_at_ms.is_some())
+        })
+    })
+    .await;
+    match done {
+        Ok(true) => orch.subagents().sweeper_wake.notify_one(),
+        Ok(false) => {}
+        Err(e) => orch.emit("store.error", Some(&rec.run_id), None, json!({"error": e.message()})),
+    }
+}
+
+// ---- the sweeper -------------------------------------------------------------------------------
+
+/// Starts the archive timer (once): it sleeps until the next archive due, or until woken by a
+/// new archive time.
+fn start_sweeper(orch: &Arc<Orchestrator>) {
+    let reg = orch.subagents();
+    if reg.sweeper_started.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let (weak, wake, engine) = (Arc::downgrade(orch), reg.sweeper_wake.clone(), orch.engine().clone());
+    spawn_task(orch, async move {
+        loop {
+            let e = engine.clone();
+            let next = blocking(move || e.store().read(|db| db.next_subagent_archive())).await;
+            match next {
+                Ok(Some(at)) => {
+                    let wait = at - entry::now_ms();
+                    if wait <= 0 {
+                        let Some(orch) = weak.upgrade() else { return };
+                        if archive_due(&orch).await.is_err() {
+                            tokio::time::sleep(Duration::from_millis(1000)).await;
+                        }
+                        continue;
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(wait as u64)) => {}
+                        _ = wake.notified() => {}
+                    }
+                }
+                Ok(None) => wake.notified().await,
+                Err(_) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(1000)) => {}
+                        _ = wake.notified() => {}
+                    }
+                }
+            }
+            if weak.strong_count() == 0 {
+                return;
+            }
+        }
+    });
+}
+
+/// Archives every record whose time has come: the child session and its transcript are
+/// deleted, the record removed, `subagent.archived` emitted. A record that is somehow due while
+/// its run or announce is unfinished loses its archive time instead.
+async fn archive_due(orch: &Arc<Orchestrator>) -> Result<()> {
+    let e = orch.engine().clone();
+    let archived = blocking(move || {
+        let due = e.store().read(|db| db.due_subagent_archives(entry::now_ms()))?;
+        let mut archived = Vec::new();
+        for r in due {
+            if r.ended_at.is_none() || r.announce.status == "pending" {
+                e.store().write(|db| {
+                    if let Some(mut cur) = db.subagent_run(&r.run_id)? {
+                        cur.archive_at_ms = None;
+                        db.put_subagent_run(&cur)?;
+                    }
+                    Ok(())
+                })?;
+                continue;
+            }
+            let _ = e.delete_session(&Value::from(r.child_session_key.clone()), &json!({"deleteTranscript": true}));
+            if e.store().write(|db| db.delete_subagent_run(&r.run_id))? {
+                archived.push(r);
+            }
+        }
+        Ok(archived)
+    })
+    .await?;
+    for r in archived {
+        orch.emit(
+            "subagent.archived",
+            Some(&r.run_id),
+            Some(&r.requester_session_key),
+            json!({"childSessionKey": r.child_session_key}),
+        );
+    }
+    Ok(())
+}
+
+// ---- open, close, requester deletion ---------------------------------------------------------
+
+/// On open: what was left unannounced is announced; runs that were in flight end as
+/// interrupted and are announced; runs still going under a live process are waited for again;
+/// a cleanup cut short is finished; the archive timer is set.
+pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
+    start_sweeper(orch);
+    let e = orch.engine().clone();
+    let records = blocking(move || e.store().read(|db| db.subagent_runs(None))).await?;
+    for rec in records {
+        if rec.announce.status != "pending" {
+            if rec.cleanup_completed_at.is_none() && rec.ended_at.is_some() {
+                finalize(orch, rec).await;
+            }
+            continue;
+        }
+        if rec.archive_at_ms.is_some() {
+            // archiving waits for the announce (an imported record may carry the reference's
+            // registration-based time)
+            update(orch, &rec.run_id, |r| r.archive_at_ms.take().is_some()).await?;
+        }
+        if rec.ended_at.is_some() {
+            enqueue_announce(orch, &rec).await;
+            continue;
+        }
+        let (e, id) = (orch.engine().clone(), rec.run_id.clone());
+        let run = blocking(move || e.store().read(|db| db.run(&id))).await?;
+        match run {
+            Some(r) if r.status == "running" => arm_completion(orch, rec.run_id.clone()),
+            Some(r) => {
+                let status = match r.status.as_str() {
+                    "ok" => RunStatus::Ok,
+                    "timeout" => RunStatus::Timeout,
+                    _ => RunStatus::Error,
+                };
+                let snap = RunSnapshot {
+                    run_id: r.run_id,
+                    status,
+                    started_at: r.started_at,
+                    ended_at: r.ended_at,
+                    error: r.error,
+                };
+                run_ended(orch, &rec.run_id, snap).await;
+            }
+            None => {
+                let snap = RunSnapshot {
+                    run_id: rec.run_id.clone(),
+                    status: RunStatus::Error,
+                    started_at: rec.started_at,
+                    ended_at: None,
+                    error: Some(INTERRUPTED.to_owned()),
+                };
+                run_ended(orch, &rec.run_id, snap).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Stops the sweeper, the completion waits and the announce queues. Idempotent.
+pub fn close(orch: &Orchestrator) {
+    let reg = orch.subagents();
+    let _ = reg.shutdown.send(true);
+    let queues: Vec<AnnounceQueue> = lock(&reg.queues).drain().map(|(_, q)| q).collect();
+    drop(queues);
+    lock(&reg.announce_runs).clear();
+}
+
+/// A requester session was deleted: its running children are stopped, end with `error`
+/// `stopped: requester session deleted`, and are not announced; their cleanup runs.
+pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<()> {
+    let canonical = orch.engine().config().key_model().canonical(key)?;
+    let e = orch.engine().clone();
+    let running = blocking(move || e.store().read(|db| db.running_subagent_runs(&canonical))).await?;
+    for rec in running {
+        orch.runs().abort(&rec.run_id, REQUESTER_DELETED);
+        let now = entry::now_ms();
+        let stopped = update(orch, &rec.run_id, move |r| {
+            if r.ended_at.is_some() {
+                return false;
+            }
+            r.ended_at = Some(now);
+            r.outcome = Some(RunOutcome { status: "error".into(), error: Some(REQUESTER_DELETED.into()) });
+            r.announce.status = "skipped".into();
+            r.archive_at_ms = None;
+            true
+        })
+        .await?;
+        if let Some(r) = stopped {
+            finalize(orch, r).await;
+        }
+    }
+    Ok(())
 }
