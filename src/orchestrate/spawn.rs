@@ -57,7 +57,8 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     let requester_agent =
         normalize_agent_id(ctx.requester_agent_id_override.as_deref().unwrap_or(&km.agent_id_of(&requester_key)));
     let display_key = km.display(&requester_key, &requester_agent);
-    let target_agent = read_string(params, "agentId").map_or_else(|| requester_agent.clone(), |a| normalize_agent_id(&a));
+    let target_agent =
+        read_string(params, "agentId").map_or_else(|| requester_agent.clone(), |a| normalize_agent_id(&a));
     // 7. the allow list
     let allowlist = SpawnAllowlist::for_agent(&cfg, &requester_agent);
     if !allowlist.allows(&requester_agent, &target_agent) {
@@ -124,7 +125,8 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     );
     // 13. the child's run, in the requester's chain
     let (e, r, run_id, k) = (orch.engine().clone(), orch.runs().clone(), ctx.run_id.clone(), requester_key.clone());
-    let chain = blocking(move || r.chain_of(&e, run_id.as_deref(), Some(&k))).await?.unwrap_or_else(super::new_chain_id);
+    let chain =
+        blocking(move || r.chain_of(&e, run_id.as_deref(), Some(&k))).await?.unwrap_or_else(super::new_chain_id);
     let timeout_ms =
         if run_timeout_secs > 0 { run_timeout_secs } else { cfg.default_timeout_seconds }.saturating_mul(1000);
     let options = RunOptions {
@@ -145,7 +147,10 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     };
     let (e, h, r) = (orch.engine().clone(), orch.host().clone(), orch.runs().clone());
     let Some(run_id) = blocking(move || r.start(e, h, spec)).await? else {
-        return Ok(refusal("forbidden", format!("Agent-to-agent chain limit reached ({} turns).", cfg.max_chain_turns)));
+        return Ok(refusal(
+            "forbidden",
+            format!("Agent-to-agent chain limit reached ({} turns).", cfg.max_chain_turns),
+        ));
     };
     // 14. register
     let now = entry::now_ms();
