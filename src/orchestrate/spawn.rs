@@ -375,7 +375,7 @@ mod tests {
         let host = replying_host();
         let o = open(json!({}), host.clone()).await;
         let ctx = json!({"agentSessionKey": "main", "agentChannel": "telegram"});
-        let out = spawn(&o, json!({"task": "  sum   it up ", "label": "summary", "cleanup": "delete"}), ctx).await;
+        let out = spawn(&o, json!({"task": "  sum   it up ", "label": "summary", "cleanup": "nonsense"}), ctx).await;
         let child = str_of(&out, "childSessionKey");
         until("the child run", || !host.requests().is_empty()).await;
         let req = &host.requests()[0];
@@ -394,10 +394,8 @@ mod tests {
         let first: Value = serde_json::from_str(&page.messages[0].json).unwrap();
         assert_eq!(first["provenance"]["kind"], "subagent_task");
         assert_eq!(first["provenance"]["sourceSessionKey"], "agent:main:main");
-        let rec = subagents::list(&o, Some("main")).unwrap();
-        if let Some(r) = rec.first() {
-            assert_eq!((r["cleanup"].as_str(), r["task"].as_str()), (Some("delete"), Some("sum   it up")));
-        }
+        let rec = &subagents::list(&o, Some("main")).unwrap()[0];
+        assert_eq!((rec["cleanup"].as_str(), rec["task"].as_str()), (Some("keep"), Some("sum   it up")));
         // a spawn made during a run joins that run's chain
         let parent = o
             .runs()
@@ -445,7 +443,7 @@ mod tests {
             spawn(&o, json!({"task": "d"}), json!({"agentSessionKey": "agent:main:other"})).await["status"],
             "accepted"
         );
-        assert_eq!(requests_in(&host, Lane::Subagent).len(), 3);
+        until("three child runs", || requests_in(&host, Lane::Subagent).len() == 3).await;
         open_gate.send(true).unwrap();
         let run_id = str_of(&a, "runId");
         until("a child ended", || record(&o, &run_id).is_some_and(|r| r.ended_at.is_some())).await;

@@ -994,7 +994,7 @@ pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<(
     let e = orch.engine().clone();
     let running = blocking(move || e.store().read(|db| db.running_subagent_runs(&canonical))).await?;
     for rec in running {
-        orch.runs().abort(&rec.run_id, REQUESTER_DELETED);
+        // the record first: the completion wait then finds it ended and announces nothing
         let now = entry::now_ms();
         let stopped = update(orch, &rec.run_id, move |r| {
             if r.ended_at.is_some() {
@@ -1007,6 +1007,7 @@ pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<(
             true
         })
         .await?;
+        orch.runs().abort(&rec.run_id, REQUESTER_DELETED);
         if let Some(r) = stopped {
             finalize(orch, r).await;
         }

@@ -90,19 +90,22 @@ impl SubagentRun {
 
 fn read_rows(rows: Vec<String>) -> Vec<SubagentRun> {
     let mut out: Vec<SubagentRun> = rows.iter().filter_map(|t| SubagentRun::from_json(t)).collect();
-    out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.run_id.cmp(&b.run_id)));
+    // rows arrive in registration order; a stable sort keeps it among equal createdAt
+    out.sort_by_key(|r| r.created_at);
     out
 }
 
 impl Db<'_> {
-    /// Inserts or replaces a record.
+    /// Inserts a record, or updates it in place (it keeps its place in registration order).
     pub fn put_subagent_run(&self, r: &SubagentRun) -> Result<()> {
         let mut st = self
             .conn
             .prepare_cached(
-                "INSERT OR REPLACE INTO subagent_runs
+                "INSERT INTO subagent_runs
                    (run_id, requester_key, child_key, ended, announce_status, archive_at, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (run_id) DO UPDATE SET requester_key = ?2, child_key = ?3, ended = ?4,
+                   announce_status = ?5, archive_at = ?6, record = ?7",
             )
             .map_err(sql)?;
         st.execute(params![
@@ -125,19 +128,20 @@ impl Db<'_> {
         Ok(text.and_then(|t| SubagentRun::from_json(&t)))
     }
 
-    /// Every record (or those of one requester), in `createdAt` order; unreadable rows skipped.
+    /// Every record (or those of one requester), in `createdAt` order (registration order among equals); unreadable rows skipped.
     pub fn subagent_runs(&self, requester_key: Option<&str>) -> Result<Vec<SubagentRun>> {
         let rows = match requester_key {
             Some(key) => {
                 let mut st = self
                     .conn
-                    .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1")
+                    .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 ORDER BY rowid")
                     .map_err(sql)?;
                 let rows = st.query_map([key], |r| r.get::<_, String>(0)).map_err(sql)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
             }
             None => {
-                let mut st = self.conn.prepare_cached("SELECT record FROM subagent_runs").map_err(sql)?;
+                let mut st =
+                    self.conn.prepare_cached("SELECT record FROM subagent_runs ORDER BY rowid").map_err(sql)?;
                 let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
             }
@@ -149,7 +153,7 @@ impl Db<'_> {
     pub fn running_subagent_runs(&self, requester_key: &str) -> Result<Vec<SubagentRun>> {
         let mut st = self
             .conn
-            .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 AND ended = 0")
+            .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 AND ended = 0 ORDER BY rowid")
             .map_err(sql)?;
         let rows = st.query_map([requester_key], |r| r.get::<_, String>(0)).map_err(sql)?;
         Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
@@ -177,7 +181,9 @@ impl Db<'_> {
     pub fn due_subagent_archives(&self, now: i64) -> Result<Vec<SubagentRun>> {
         let mut st = self
             .conn
-            .prepare_cached("SELECT record FROM subagent_runs WHERE archive_at IS NOT NULL AND archive_at <= ?1")
+            .prepare_cached(
+                "SELECT record FROM subagent_runs WHERE archive_at IS NOT NULL AND archive_at <= ?1 ORDER BY rowid",
+            )
             .map_err(sql)?;
         let rows = st.query_map([now], |r| r.get::<_, String>(0)).map_err(sql)?;
         Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
