@@ -147,6 +147,9 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     };
     let (e, h, r) = (orch.engine().clone(), orch.host().clone(), orch.runs().clone());
     let Some(run_id) = blocking(move || r.start(e, h, spec)).await? else {
+        // refused by the chain budget: the child entry written above goes again
+        let (e, ck) = (orch.engine().clone(), child_key.clone());
+        let _ = blocking(move || e.delete_session(&Value::from(ck), &json!({"deleteTranscript": true}))).await;
         return Ok(refusal(
             "forbidden",
             format!("Agent-to-agent chain limit reached ({} turns).", cfg.max_chain_turns),
@@ -417,6 +420,33 @@ mod tests {
             .await;
         let chained = requests_in(&host, Lane::Subagent).into_iter().find(|r| r.message == "in chain").unwrap();
         assert_eq!(chained.options.chain_id, "chain-x");
+        o.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_spawn_past_the_chain_budget_is_forbidden_and_leaves_no_child() {
+        let host = replying_host();
+        let o = open(json!({"session": {"agentToAgent": {"maxChainTurns": 1}}}), host.clone()).await;
+        let parent = o
+            .runs()
+            .start(
+                o.engine().clone(),
+                o.host().clone(),
+                RunSpec {
+                    session_key: "agent:main:main".into(),
+                    message: "go".into(),
+                    provenance: Provenance { kind: "inter_session", source_session_key: None },
+                    options: RunOptions::new(Lane::Nested, 30_000, "full-chain"),
+                    chain_limit: None,
+                },
+            )
+            .unwrap()
+            .unwrap();
+        let out = spawn(&o, json!({"task": "t"}), json!({"agentSessionKey": "main", "runId": parent})).await;
+        assert_eq!(out, json!({"status": "forbidden", "error": "Agent-to-agent chain limit reached (1 turns)."}));
+        assert!(subagents::list(&o, None).unwrap().is_empty());
+        let children = o.engine().list_sessions(&json!({"spawnedBy": "agent:main:main"})).unwrap();
+        assert_eq!(children["count"], 0, "{children}");
         o.close().await;
     }
 

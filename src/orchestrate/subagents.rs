@@ -432,6 +432,9 @@ async fn announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) -> Result<Attempt
         let active = blocking(move || r.active_run(&e, &k)).await?;
         if active.is_some() {
             let item_origin = entry::delivery_context(entry).overlay(origin);
+            if let Some(blocked) = send_blocked(orch, rec, item_origin.channel.as_deref()).await {
+                return Ok(blocked);
+            }
             let item = QueueItem {
                 prompt: trigger,
                 summary_line: prompts::task_title(rec.label.as_deref(), Some(&rec.task)).to_owned(),
@@ -447,10 +450,35 @@ async fn announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) -> Result<Attempt
     }
     let route =
         if origin.is_empty() { entry.as_ref().map(entry::delivery_context).unwrap_or_default() } else { origin };
+    if let Some(blocked) = send_blocked(orch, rec, route.channel.as_deref()).await {
+        return Ok(blocked);
+    }
     let run = start_announce_run(orch, &requester, trigger, &route, &rec.child_session_key, chain)?;
     let key = rec.announce.idempotency_key.clone();
     lock(&orch.subagents().announce_runs).insert(key.clone(), run.clone());
     Ok(await_announce_run(orch, &[key], &run).await)
+}
+
+/// DECISIONS.md #6: an announce is delivered, so the requester's send policy decides first; a
+/// denied one (or one whose policy cannot be evaluated) is skipped with `delivery.blocked`.
+async fn send_blocked(orch: &Orchestrator, rec: &SubagentRun, channel: Option<&str>) -> Option<Attempt> {
+    let e = orch.engine().clone();
+    let mut params = json!({ "sessionKey": rec.requester_session_key });
+    if let Some(c) = channel {
+        params["channel"] = Value::from(c);
+    }
+    let reason = match blocking(move || e.resolve_send_policy(&params)).await {
+        Ok(crate::config::PolicyAction::Allow) => return None,
+        Ok(crate::config::PolicyAction::Deny) => "send blocked by session policy".to_owned(),
+        Err(err) => format!("send policy could not be evaluated: {}", err.message()),
+    };
+    orch.emit(
+        "delivery.blocked",
+        Some(&rec.run_id),
+        Some(&rec.requester_session_key),
+        json!({"kind": SUBAGENT_ANNOUNCE, "idempotencyKey": rec.announce.idempotency_key, "reason": reason}),
+    );
+    Some(Attempt::Skipped(reason))
 }
 
 /// The chain of the child's run, for the announce run on the requester.
@@ -1434,6 +1462,20 @@ mod tests {
         let failed: Vec<_> = host.events().into_iter().filter(|e| e.kind == "delivery.failed").collect();
         assert_eq!(failed.len(), 1);
         assert!(failed[0].details["error"].as_str().unwrap().starts_with("dropped: "));
+        o.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_requester_whose_send_policy_denies_gets_no_announce_run() {
+        let host = replying_host();
+        let o = open(json!({}), host.clone()).await;
+        o.engine().upsert_session(&json!("main"), &json!({"sendPolicy": "deny"})).unwrap();
+        let out = spawn(&o, json!({"task": "t"}), json!({"agentSessionKey": "main"})).await;
+        let run_id = str_of(&out, "runId");
+        until("skipped", || record(&o, &run_id).is_some_and(|r| r.announce.status == "skipped")).await;
+        assert!(requests_in(&host, Lane::Announce).is_empty());
+        let ev = host.events().into_iter().find(|e| e.kind == "delivery.blocked").unwrap();
+        assert_eq!(ev.details["reason"], "send blocked by session policy");
         o.close().await;
     }
 
