@@ -1351,6 +1351,70 @@ mod tests {
         o.close().await;
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_steer_the_host_declines_falls_back_to_the_direct_announce() {
+        let host = Arc::new(
+            FakeHost::new(|_| Box::pin(async { Ok(json!({"reply": "r"})) }))
+                .with_steer(|_, _| Box::pin(async { Ok(false) })),
+        );
+        let o = open(json!({}), host.clone()).await;
+        o.engine().upsert_session(&json!("main"), &json!({"queueMode": "steer-backlog"})).unwrap();
+        let out = spawn(&o, json!({"task": "t"}), json!({"agentSessionKey": "main"})).await;
+        until("announced", || announced(&o, &str_of(&out, "runId"))).await;
+        assert_eq!(host.steers.lock().unwrap().len(), 1);
+        assert_eq!(requests_in(&host, Lane::Announce).len(), 1);
+        o.close().await;
+    }
+
+    #[test]
+    fn queue_settings_come_from_the_entry_then_the_channel_then_the_config_then_defaults() {
+        let entry = |v: Value| v.as_object().cloned().unwrap();
+        let cfg = Config::from_json(&json!({"messages": {"queue": {
+            "mode": "followup", "byChannel": {"whatsapp": "steer+backlog"}, "debounceMs": 500,
+            "debounceMsByChannel": {"whatsapp": 50}, "cap": 3, "drop": "new"
+        }}}))
+        .unwrap();
+        assert_eq!(
+            queue_settings(&Config::default(), &entry(json!({}))),
+            QueueSettings { mode: QueueMode::Collect, debounce_ms: 1000, cap: 20, drop: DropPolicy::Summarize }
+        );
+        assert_eq!(
+            queue_settings(&cfg, &entry(json!({"lastChannel": "WhatsApp"}))),
+            QueueSettings { mode: QueueMode::SteerBacklog, debounce_ms: 50, cap: 3, drop: DropPolicy::New }
+        );
+        assert_eq!(
+            queue_settings(
+                &cfg,
+                &entry(json!({"queueMode": "Interrupt", "queueDebounceMs": 0, "queueCap": 0, "queueDrop": "oldest"}))
+            ),
+            QueueSettings { mode: QueueMode::Interrupt, debounce_ms: 0, cap: 1, drop: DropPolicy::Old }
+        );
+        assert_eq!(queue_settings(&cfg, &entry(json!({"queueMode": "bogus"}))).mode, QueueMode::Followup);
+    }
+
+    #[test]
+    fn the_overflow_summary_counts_and_lists_what_was_dropped() {
+        assert_eq!(overflow_summary(1, &[]), "[Queue overflow] Dropped 1 announce due to cap.");
+        assert_eq!(
+            overflow_summary(2, &["a".into(), "b".into()]),
+            "[Queue overflow] Dropped 2 announces due to cap.\nSummary:\n- a\n- b"
+        );
+        let long = summary_line(&format!("  many   words {}", "x".repeat(300)));
+        assert_eq!(long.chars().count(), 160);
+        assert!(long.starts_with("many words x") && long.ends_with('…'));
+    }
+
+    #[test]
+    fn archive_time_keeps_fractions_of_a_minute() {
+        let cfg = |m: Value| {
+            Config::from_json(&json!({"agents": {"defaults": {"subagents": {"archiveAfterMinutes": m}}}})).unwrap()
+        };
+        assert_eq!(archive_after_ms(&cfg(json!(0.01))), Some(600));
+        assert_eq!(archive_after_ms(&cfg(json!(1))), Some(60_000));
+        assert_eq!(archive_after_ms(&cfg(json!(0))), None);
+        assert_eq!(archive_after_ms(&Config::default()), Some(3_600_000));
+    }
+
     /// A host whose `nested` runs on the requester hold until the gate opens.
     fn gated_host(gate: tokio::sync::watch::Receiver<bool>) -> Arc<FakeHost> {
         Arc::new(FakeHost::new(move |req: AgentRunRequest| {
@@ -1715,7 +1779,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn p17_p18_imported_records_in_flight_ended_and_settled_are_each_resumed_correctly() {
+    async fn p17_imported_records_in_flight_ended_and_settled_are_each_resumed_correctly() {
         let path = tmp_db();
         {
             let store = crate::store::Store::open(&path).unwrap();
