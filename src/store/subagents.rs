@@ -25,7 +25,7 @@ pub struct RunOutcome {
 pub struct AnnounceState {
     /// pending | delivered | failed | skipped
     pub status: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub attempts: u32,
     pub idempotency_key: String,
 }
@@ -47,19 +47,38 @@ pub struct SubagentRun {
     /// delete | keep
     #[serde(default = "keep")]
     pub cleanup: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "ms")]
     pub created_at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
     pub started_at: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
     pub ended_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<RunOutcome>,
     pub announce: AnnounceState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
     pub archive_at_ms: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
     pub cleanup_completed_at: Option<i64>,
+}
+
+// Timestamps and counts written by JavaScript may arrive as floats (`1.7e12`); any finite
+// number is taken (truncated), anything else reads as absent.
+fn number<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.as_f64().filter(|f| f.is_finite()))
+}
+
+fn opt_ms<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<i64>, D::Error> {
+    Ok(number(d)?.map(|f| f.trunc() as i64))
+}
+
+fn ms<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
+    Ok(opt_ms(d)?.unwrap_or(0))
+}
+
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u32, D::Error> {
+    Ok(number(d)?.map_or(0, |f| f.clamp(0.0, f64::from(u32::MAX)) as u32))
 }
 
 fn keep() -> String {
@@ -278,6 +297,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.announce.idempotency_key, "subagent-announce:r1");
+        let f = SubagentRun::from_json(
+            r#"{"runId":"r2","childSessionKey":"c","requesterSessionKey":"q","requesterDisplayKey":"q","createdAt":1.7e12,"endedAt":5.9,"startedAt":"x","announce":{"status":"pending","attempts":2.0,"idempotencyKey":"k"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.created_at, f.ended_at, f.started_at, f.announce.attempts),
+            (1_700_000_000_000, Some(5), None, 2)
+        );
         assert_eq!((r.cleanup.as_str(), r.ended_at), ("keep", Some(9)));
     }
 }
