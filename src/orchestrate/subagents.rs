@@ -1741,7 +1741,7 @@ mod tests {
                 }
             })
         }));
-        let config = json!({"session": {"outbox": {"backoffMs": 300}}});
+        let config = json!({"session": {"outbox": {"backoffMs": 800}}});
         let o1 = open_at(&path, config.clone(), first.clone()).await;
         let run_id = str_of(&spawn(&o1, json!({"task": "t"}), json!({"agentSessionKey": "main"})).await, "runId");
         until("one failed try", || {
@@ -1750,10 +1750,11 @@ mod tests {
         .await;
         o1.close().await;
         let o2 = open_at(&path, config, replying_host()).await;
-        until("announced by the next open", || announced(&o2, &run_id)).await;
-        let rec = record(&o2, &run_id).unwrap();
-        assert_eq!(rec.announce.attempts, 2);
-        assert!(rec.cleanup_completed_at.is_some());
+        until("announced and cleaned up by the next open", || {
+            record(&o2, &run_id).is_some_and(|r| r.announce.status == "delivered" && r.cleanup_completed_at.is_some())
+        })
+        .await;
+        assert_eq!(record(&o2, &run_id).unwrap().announce.attempts, 2);
         o2.close().await;
     }
 
