@@ -167,6 +167,18 @@ impl Runs {
     /// once; `None` (and nothing recorded) when its chain already holds `spec.chain_limit` runs.
     /// Blocks on one write; must be called inside a tokio runtime.
     pub fn start(self: &Arc<Self>, engine: Arc<Engine>, host: Arc<dyn Host>, spec: RunSpec) -> Result<Option<String>> {
+        self.start_keyed(engine, host, spec, None)
+    }
+
+    /// As [`Runs::start`], with the `idempotencyKey` the host sees (default: the run id): an
+    /// announce passes its own key, the same for every try (DECISIONS.md #2).
+    pub fn start_keyed(
+        self: &Arc<Self>,
+        engine: Arc<Engine>,
+        host: Arc<dyn Host>,
+        spec: RunSpec,
+        idempotency_key: Option<String>,
+    ) -> Result<Option<String>> {
         if self.closed.load(AtomicOrdering::SeqCst) {
             return Err(Error::closed());
         }
@@ -219,7 +231,8 @@ impl Runs {
         tokio::spawn(async move {
             let _ = serving.wait_for(|s| *s == ticket).await;
             lock(&this.active).insert(spec.session_key.clone(), (id.clone(), spec.options.chain_id.clone()));
-            let outcome = this.execute(&engine, host.as_ref(), &id, spec.clone(), abort_rx).await;
+            let key = idempotency_key.unwrap_or_else(|| id.clone());
+            let outcome = this.execute(&engine, host.as_ref(), &id, &key, spec.clone(), abort_rx).await;
             lock(&this.aborts).remove(&id);
             lock(&this.active).remove(&spec.session_key);
             this.settle(&engine, host.as_ref(), &id, &spec.session_key, started, outcome).await;
@@ -239,6 +252,7 @@ impl Runs {
         engine: &Arc<Engine>,
         host: &dyn Host,
         run_id: &str,
+        idempotency_key: &str,
         spec: RunSpec,
         abort: oneshot::Receiver<String>,
     ) -> Outcome {
@@ -246,7 +260,7 @@ impl Runs {
             return Outcome::Dropped;
         }
         let timeout_ms = spec.options.timeout_ms;
-        let call = self.call(engine, host, run_id, spec);
+        let call = self.call(engine, host, run_id, idempotency_key, spec);
         let aborted = async {
             match abort.await {
                 Ok(reason) => reason,
@@ -273,7 +287,14 @@ impl Runs {
         }
     }
 
-    async fn call(&self, engine: &Arc<Engine>, host: &dyn Host, run_id: &str, spec: RunSpec) -> Result<(), String> {
+    async fn call(
+        &self,
+        engine: &Arc<Engine>,
+        host: &dyn Host,
+        run_id: &str,
+        idempotency_key: &str,
+        spec: RunSpec,
+    ) -> Result<(), String> {
         host.emit(event("run.start", run_id, &spec.session_key, json!({"lane": spec.options.lane.as_str()})));
         let e = engine.clone();
         let (key, message, prov, rid) =
@@ -293,7 +314,7 @@ impl Runs {
         .map_err(|e| e.message().to_owned())?;
         let req = AgentRunRequest {
             run_id: run_id.to_owned(),
-            idempotency_key: run_id.to_owned(),
+            idempotency_key: idempotency_key.to_owned(),
             session_key: spec.session_key.clone(),
             session_id,
             agent_id,

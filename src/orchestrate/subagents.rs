@@ -453,8 +453,8 @@ async fn announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) -> Result<Attempt
     if let Some(blocked) = send_blocked(orch, rec, route.channel.as_deref()).await {
         return Ok(blocked);
     }
-    let run = start_announce_run(orch, &requester, trigger, &route, &rec.child_session_key, chain)?;
     let key = rec.announce.idempotency_key.clone();
+    let run = start_announce_run(orch, &requester, trigger, &route, &rec.child_session_key, chain, Some(key.clone()))?;
     lock(&orch.subagents().announce_runs).insert(key.clone(), run.clone());
     Ok(await_announce_run(orch, &[key], &run).await)
 }
@@ -500,8 +500,9 @@ fn thread_text(v: &Option<Value>) -> Option<String> {
     }
 }
 
-/// Starts an `announce` run on the requester, delivered to `route`. The announce is owed, so it
-/// is not held to the chain budget.
+/// Starts an `announce` run on the requester, delivered to `route`; the host sees `key` (the
+/// announce's own idempotency key, when the run carries exactly one announce). The announce is
+/// owed, so it is not held to the chain budget.
 fn start_announce_run(
     orch: &Orchestrator,
     requester: &str,
@@ -509,6 +510,7 @@ fn start_announce_run(
     route: &DeliveryContext,
     child_key: &str,
     chain: String,
+    key: Option<String>,
 ) -> Result<String> {
     let cfg = orch.engine().config();
     let options = RunOptions {
@@ -527,7 +529,7 @@ fn start_announce_run(
         chain_limit: None,
     };
     orch.runs()
-        .start(orch.engine().clone(), orch.host().clone(), spec)?
+        .start_keyed(orch.engine().clone(), orch.host().clone(), spec, key)?
         .ok_or_else(|| crate::error::Error::store("the announce run was not admitted"))
 }
 
@@ -771,7 +773,11 @@ async fn send_one(
     chain: String,
     keys: &[String],
 ) -> Attempt {
-    match start_announce_run(orch, requester, message, route, child_key, chain) {
+    let key = match keys {
+        [one] => Some(one.clone()),
+        _ => None,
+    };
+    match start_announce_run(orch, requester, message, route, child_key, chain, key) {
         Ok(run) => {
             {
                 let mut map = lock(&orch.subagents().announce_runs);
@@ -1566,6 +1572,8 @@ mod tests {
         let rec = record(&o, &run_id).unwrap();
         assert_eq!(rec.announce.attempts, 3);
         assert_eq!(tries.load(Ordering::SeqCst), 3);
+        let keys: Vec<String> = requests_in(&host, Lane::Announce).into_iter().map(|r| r.idempotency_key).collect();
+        assert_eq!(keys, vec![rec.announce.idempotency_key.clone(); 3], "the host sees one key for every try");
         let items = o.engine().store().read(|db| db.outbox_items()).unwrap();
         assert_eq!(items.len(), 1);
         assert_eq!(
@@ -1725,7 +1733,12 @@ mod tests {
         let items = o2.engine().store().read(|db| db.outbox_items()).unwrap();
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].idempotency_key, key);
-        assert_eq!(requests_in(&second, Lane::Announce).len(), 1);
+        let tries: Vec<String> = requests_in(&first, Lane::Announce)
+            .into_iter()
+            .chain(requests_in(&second, Lane::Announce))
+            .map(|r| r.idempotency_key)
+            .collect();
+        assert_eq!(tries, [key.clone(), key], "the host sees the same key before and after the restart");
         assert_eq!(requests_in(&second, Lane::Subagent).len(), 0, "the child is not run again");
         o2.close().await;
     }
