@@ -87,6 +87,9 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     if active >= u64::from(cfg.subagents.max_active) {
         return Ok(refusal("forbidden", format!("Too many active sub-agents ({active}); wait for one to finish.")));
     }
+    if !orch.host().can_run() {
+        return Ok(refusal("error", "no runAgent callback is configured"));
+    }
     // 8. the child
     let child_key = format!("agent:{target_agent}:subagent:{}", uuid::Uuid::new_v4());
     // §6.2: the agent call's schema refuses labels over 64 characters
@@ -491,6 +494,31 @@ mod tests {
         assert!(str_of(&out, "error").starts_with("invalid agent params: "), "{out}");
         assert!(str_of(&out, "childSessionKey").starts_with("agent:main:subagent:"));
         nothing_spawned(&o, &host).await;
+        o.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_a_run_agent_callback_nothing_is_spawned() {
+        struct NoRun;
+        impl crate::host::Host for NoRun {
+            fn run_agent(&self, _req: crate::host::AgentRunRequest) -> crate::host::HostFuture<Value> {
+                Box::pin(async { Err("unreachable".to_owned()) })
+            }
+            fn can_run(&self) -> bool {
+                false
+            }
+            fn emit(&self, _event: crate::host::Event) {}
+        }
+        let engine = crate::engine::Engine::new(
+            crate::store::Store::open(":memory:").unwrap(),
+            crate::config::Config::default(),
+            None,
+        );
+        let o = Orchestrator::new(Arc::new(engine), Arc::new(NoRun));
+        o.start().await.unwrap();
+        let out = o.tool("sessions_spawn", json!({"task": "t"}), main_ctx(), false).await.unwrap();
+        assert_eq!(out, json!({"status": "error", "error": "no runAgent callback is configured"}));
+        assert!(subagents::list(&o, None).unwrap().is_empty());
         o.close().await;
     }
 
