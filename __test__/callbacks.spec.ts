@@ -207,17 +207,38 @@ describe('close with runs in flight', () => {
     })
   })
 
-  it('given an open store with callbacks and a run that never settles then node still exits (weak callbacks)', () => {
+  it('given a script that sends without waiting then node stays up until the run and its announce are done, then exits', () => {
     const code = `
       const { SessionTools } = require(process.env.ST_INDEX)
       ;(async () => {
-        const st = await SessionTools.open({ path: ':memory:', runAgent: () => new Promise(() => {}),
-          deliver: async () => {}, onEvent: () => {}, steer: () => false })
+        const st = await SessionTools.open({ path: ':memory:', config: { session: { agentToAgent: { maxPingPongTurns: 0 } } },
+          runAgent: async (req) => { await new Promise((r) => setTimeout(r, 100)); console.log('ran ' + req.lane); return { reply: 'ANNOUNCE_SKIP' } } })
         const r = await st.sessionsSend({ sessionKey: 'agent:main:x', message: 'hi', timeoutSeconds: 0 }, { agentSessionKey: 'main' })
         console.log(r.status)
       })()`
     const r = spawnSync(process.execPath, ['-e', code], { env: { ...process.env, ST_INDEX: INDEX_JS }, encoding: 'utf8', timeout: 20_000 })
     expect(r.status).toBe(0)
-    expect(r.stdout.trim()).toBe('accepted')
+    // the primary run and the announce step both ran before node exited
+    expect(r.stdout.trim().split('\n')).toEqual(['accepted', 'ran nested', 'ran nested'])
+  })
+
+  it('given a run that never settles then node exits once the run times out, and at once after close', () => {
+    const script = (close: boolean) => `
+      const { SessionTools } = require(process.env.ST_INDEX)
+      ;(async () => {
+        const st = await SessionTools.open({ path: ':memory:', config: { agents: { defaults: { timeoutSeconds: 1 } } },
+          runAgent: () => new Promise(() => {}), deliver: async () => {}, onEvent: () => {}, steer: () => false })
+        const r = await st.sessionsSend({ sessionKey: 'agent:main:x', message: 'hi', timeoutSeconds: 0 }, { agentSessionKey: 'main' })
+        console.log(r.status)
+        ${close ? 'await st.close()' : ''}
+      })()`
+    for (const close of [false, true]) {
+      const started = Date.now()
+      const r = spawnSync(process.execPath, ['-e', script(close)], { env: { ...process.env, ST_INDEX: INDEX_JS }, encoding: 'utf8', timeout: 20_000 })
+      expect(r.status, r.stderr).toBe(0)
+      expect(r.stdout.trim()).toBe('accepted')
+      // not a timing assertion: only that it ends well before the 20 s guard either way
+      expect(Date.now() - started).toBeLessThan(15_000)
+    }
   })
 })

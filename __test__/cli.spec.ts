@@ -132,6 +132,7 @@ describe('command line (API.md §6)', () => {
   test('given demo then the example runs and its exit code is passed through', () => {
     const r = cli(['demo'], tmpDir())
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toContain('sessions_list')
+    // the scripted scenario: a send with its exchange and announce, a sub-agent's announce
+    for (const line of ['sessions_send', '→ discord', 'sessions_spawn', 'announce delivered', 'transcript of main/main']) expect(r.stdout).toContain(line)
   })
 })

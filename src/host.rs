@@ -48,9 +48,6 @@ pub struct RunOptions {
     pub spawned_by: Option<String>,
     pub timeout_ms: u64,
     pub chain_id: String,
-    /// The request's `idempotencyKey` when it is not the run id: one key for every try of one
-    /// announce, so a host that drops repeated keys acts once.
-    pub idempotency_key: Option<String>,
 }
 
 impl RunOptions {
@@ -70,7 +67,6 @@ impl RunOptions {
             spawned_by: None,
             timeout_ms,
             chain_id: chain_id.into(),
-            idempotency_key: None,
         }
     }
 }
@@ -241,6 +237,11 @@ pub trait Host: Send + Sync + 'static {
     fn can_steer(&self) -> bool {
         false
     }
+    /// Work started (`true`) or ended (`false`): while any is in progress the host keeps its
+    /// process alive; an idle store never does.
+    fn busy(&self, _on: bool) {}
+    /// The store is closing: nothing it still has in progress keeps the process alive.
+    fn idle(&self) {}
 }
 
 /// A scriptable host for `cargo test`: the orchestration runs against it as against the JS

@@ -3,14 +3,15 @@
 // contention run of several processes with two stores each on one file. Every check reads the
 // file afterwards with better-sqlite3 (PRAGMA integrity_check, the rows themselves) and reopens
 // it with the addon, so recovery is exercised too. Returns counts and the invariant violations.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const require = createRequire(import.meta.url)
+const require = createRequire(import.meta.url) // the addon only: better-sqlite3 runs in inspect.cjs
 const here = path.dirname(fileURLToPath(import.meta.url))
 const WORKER = path.join(here, 'worker.cjs')
+const INSPECT = path.join(here, 'inspect.cjs')
 export const INDEX = path.join(here, '..', '..', 'index.js')
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
@@ -52,31 +53,12 @@ function acksOf(lines) {
   return { msgs, upserts, errors, runs }
 }
 
-/** Reads the file directly: integrity, the messages of `key` in order, an entry. */
-function inspect(db) {
-  const Database = require('better-sqlite3')
-  const conn = new Database(db, { fileMustExist: true })
-  try {
-    const integrity = conn.pragma('integrity_check', { simple: true })
-    const sid = (key) => conn.prepare('SELECT session_id FROM sessions WHERE key = ?').pluck().get(key)
-    return {
-      integrity,
-      messages: (key) => {
-        const s = sid(key)
-        if (!s) return []
-        return conn.prepare('SELECT seq, message FROM messages WHERE session_id = ? ORDER BY seq').all(s).map((r) => ({ seq: r.seq, text: JSON.parse(r.message).content }))
-      },
-      entry: (key) => {
-        const e = conn.prepare('SELECT entry FROM sessions WHERE key = ?').pluck().get(key)
-        return e ? JSON.parse(e) : undefined
-      },
-      scalar: (sql) => conn.prepare(sql).pluck().get(),
-      close: () => conn.close(),
-    }
-  } catch (e) {
-    conn.close()
-    throw e
-  }
+/** Reads the file directly, in a child process (see inspect.cjs): integrity, the messages of
+ * some keys in order, some entries, some counts. */
+function inspect(db, { messages = [], entries = [], scalars = {} } = {}) {
+  const r = spawnSync(process.execPath, [INSPECT, db, JSON.stringify({ messages, entries, scalars })], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20 })
+  if (r.status !== 0) throw new Error(`inspect failed: ${r.stderr}`)
+  return JSON.parse(r.stdout)
 }
 
 /** Opens the file with the addon (recovery runs), lets the outbox and every run settle. */
@@ -94,11 +76,13 @@ async function reopenAndSettle(db, seen) {
   const end = Date.now() + 15_000
   let settled = false
   while (Date.now() < end) {
-    const v = inspect(db)
-    const pending = v.scalar("SELECT count(*) FROM outbox WHERE status = 'pending'")
-    const running = v.scalar("SELECT count(*) FROM runs WHERE status = 'running'")
-    v.close()
-    if (pending === 0 && running === 0) {
+    const { scalars } = inspect(db, {
+      scalars: {
+        pending: "SELECT count(*) FROM outbox WHERE status = 'pending'",
+        running: "SELECT count(*) FROM runs WHERE status = 'running'",
+      },
+    })
+    if (scalars.pending === 0 && scalars.running === 0) {
       settled = true
       break
     }
@@ -120,10 +104,10 @@ export async function crashLoop({ db, iterations, log = () => {} }) {
     if (r.killed) kills++
     const a = acksOf(r.lines)
     for (const e of a.errors) violations.push(`iteration ${i}: ${e}`)
-    const v = inspect(db)
+    const v = inspect(db, { messages: [...a.msgs.keys()], entries: [...a.upserts.keys()] })
     if (v.integrity !== 'ok') violations.push(`iteration ${i}: integrity_check says ${v.integrity}`)
     for (const [key, ns] of a.msgs) {
-      const rows = v.messages(key)
+      const rows = v.messages[key]
       const texts = rows.map((m) => m.text)
       // every acknowledged message is there, in order, once; the rows are exactly m0..m(k-1)
       const expected = rows.map((_, j) => `m${j}`)
@@ -134,12 +118,11 @@ export async function crashLoop({ db, iterations, log = () => {} }) {
       acked += ns.length
     }
     for (const [key, value] of a.upserts) {
-      const e = v.entry(key)
+      const e = v.entries[key]
       if (!e || e.soakValue < value) violations.push(`iteration ${i}: acknowledged upsert ${key}=${value} lost (found ${e?.soakValue})`)
       acked++
     }
     acked += a.runs
-    v.close()
     // every few kills, a fresh process reopens the file: recovery must end every run and
     // settle every announce
     if (i % 5 === 4 || i === iterations - 1) {
@@ -147,11 +130,14 @@ export async function crashLoop({ db, iterations, log = () => {} }) {
     }
     log(`crash ${i + 1}/${iterations}: killed after ${killAfter} ms, ${a.msgs.size ? [...a.msgs.values()][0].length : 0} messages acknowledged`)
   }
-  const v = inspect(db)
-  const pendingAnnounces = v.scalar("SELECT count(*) FROM subagent_runs WHERE announce_status = 'pending'")
-  const stillRunning = v.scalar("SELECT count(*) FROM runs WHERE status = 'running'")
-  const subagents = v.scalar('SELECT count(*) FROM subagent_runs')
-  v.close()
+  const end = inspect(db, {
+    scalars: {
+      pendingAnnounces: "SELECT count(*) FROM subagent_runs WHERE announce_status = 'pending'",
+      stillRunning: "SELECT count(*) FROM runs WHERE status = 'running'",
+      subagents: 'SELECT count(*) FROM subagent_runs',
+    },
+  }).scalars
+  const { pendingAnnounces, stillRunning, subagents } = end
   if (pendingAnnounces) violations.push(`${pendingAnnounces} sub-agent announces still pending at the end`)
   if (stillRunning) violations.push(`${stillRunning} runs still marked running at the end`)
   const dup = announceKeys.length - new Set(announceKeys).size
@@ -173,17 +159,15 @@ export async function contention({ db, procs, seconds }) {
     if (r.code !== 0) violations.push(`process ${p} exited with ${r.code ?? r.signal}`)
     for (const ns of a.msgs.values()) all.push(...ns)
     writes += [...a.msgs.values()].reduce((n, l) => n + l.length, 0) + a.upserts.size
-    const v = inspect(db)
+    const v = inspect(db, { entries: [...a.upserts.keys()] })
     for (const [key, value] of a.upserts) {
-      const e = v.entry(key)
+      const e = v.entries[key]
       if (!e || e.soakValue !== value) violations.push(`lost update: ${key} should be ${value}, is ${e?.soakValue}`)
     }
-    v.close()
   })
-  const v = inspect(db)
-  const texts = v.messages('agent:main:shared').map((m) => m.text)
+  const v = inspect(db, { messages: ['agent:main:shared'] })
+  const texts = v.messages['agent:main:shared'].map((m) => m.text)
   if (v.integrity !== 'ok') violations.push(`integrity_check says ${v.integrity}`)
-  v.close()
   if (texts.length !== all.length) violations.push(`shared transcript holds ${texts.length} messages, ${all.length} were acknowledged`)
   const have = new Set(texts)
   for (const t of all) if (!have.has(`c${t}`)) violations.push(`acknowledged message c${t} missing`)

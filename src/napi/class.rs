@@ -394,7 +394,26 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run2(env, key, "key", options, "options", move |e: &Engine, k: &Value, o: &Value| e.delete_session(k, o))
+        // After the delete, the children of the deleted session that are still running are
+        // stopped (DECISIONS.md: `stopped: requester session deleted`, not announced).
+        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, options, "options")?)));
+        let orch = self.orch.clone();
+        spawn_async(
+            env,
+            args.map(|(k, o)| async move {
+                if orch.engine().store().is_closed() {
+                    return Err(CoreError::closed());
+                }
+                let (e, k2) = (orch.engine().clone(), k.clone());
+                let out = crate::orchestrate::blocking(move || e.delete_session(&k2, &o)).await?;
+                if out.get("deleted") == Some(&Value::Bool(true)) {
+                    if let Some(key) = out.get("key").and_then(Value::as_str) {
+                        crate::orchestrate::subagents::on_session_deleted(&orch, key).await?;
+                    }
+                }
+                Ok(out)
+            }),
+        )
     }
 
     #[napi(ts_args_type = "key: string", ts_return_type = "Promise<{ ok: true; key: string; entry: SessionEntry }>")]

@@ -132,13 +132,62 @@ impl FromNapiValue for Reply {
 pub type Callback<A> = ThreadsafeFunction<A, Reply, A, Status, false, true>;
 type SteerArgs = FnArgs<(String, String)>;
 
+/// Keeps the Node process alive while the store has work in progress (runs, announce
+/// attempts, a send's background flow) and lets it exit when idle. A threadsafe function over a
+/// no-op is ref'd and unref'd on the JS thread, where those calls must happen: a change of
+/// state queues a call that compares the count of work in progress with the current state.
+pub struct KeepAlive {
+    tsfn: ThreadsafeFunction<bool, (), bool, Status, false, true>,
+    count: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// How long the count must stay at zero before the process is let go (covers the short gaps
+/// between the steps of one flow).
+const IDLE_GRACE_MS: u64 = 50;
+
+impl KeepAlive {
+    fn new(env: &Env) -> napi::Result<KeepAlive> {
+        use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+        let count = Arc::new(AtomicUsize::new(0));
+        let raw: Arc<AtomicPtr<napi::sys::napi_threadsafe_function__>> = Arc::default();
+        let reffed = Arc::new(AtomicBool::new(false));
+        let noop = env.create_function_from_closure::<bool, (), _>("keepAlive", |_| Ok(()))?;
+        let (c, r, rf) = (count.clone(), raw.clone(), reffed.clone());
+        let tsfn = noop.build_threadsafe_function::<bool>().callee_handled::<false>().weak::<true>().build_callback(
+            move |ctx: napi::threadsafe_function::ThreadsafeCallContext<bool>| {
+                let want = c.load(Ordering::SeqCst) > 0;
+                let handle = r.load(Ordering::SeqCst);
+                if !handle.is_null() && want != rf.load(Ordering::SeqCst) {
+                    // SAFETY: on the JS thread (this callback), with the live handle of this
+                    // threadsafe function.
+                    unsafe {
+                        if want {
+                            napi::sys::napi_ref_threadsafe_function(ctx.env.raw(), handle);
+                        } else {
+                            napi::sys::napi_unref_threadsafe_function(ctx.env.raw(), handle);
+                        }
+                    }
+                    rf.store(want, Ordering::SeqCst);
+                }
+                Ok(true)
+            },
+        )?;
+        raw.store(tsfn.raw(), Ordering::SeqCst);
+        Ok(KeepAlive { tsfn, count })
+    }
+
+    fn nudge(&self) {
+        let _ = self.tsfn.call(true, napi::threadsafe_function::ThreadsafeFunctionCallMode::NonBlocking);
+    }
+}
+
 /// The callbacks given to `open`, made threadsafe on the JS thread.
-#[derive(Default)]
 pub struct Callbacks {
     run_agent: Option<Callback<JsonArg>>,
     deliver: Option<Callback<JsonArg>>,
     on_event: Option<Callback<JsonArg>>,
     steer: Option<Callback<SteerArgs>>,
+    keep_alive: Option<KeepAlive>,
 }
 
 pub fn weak<A: 'static + JsValuesTupleIntoVec>(env: &Env, f: Unknown<'_>) -> napi::Result<Callback<A>> {
@@ -149,7 +198,13 @@ pub fn weak<A: 'static + JsValuesTupleIntoVec>(env: &Env, f: Unknown<'_>) -> nap
 impl Callbacks {
     /// Reads the callbacks (functions; `null`/absent: none). Must run on the JS thread.
     pub fn read<'e>(env: &Env, get: impl Fn(&str) -> Option<Unknown<'e>>) -> napi::Result<Callbacks> {
-        let mut c = Callbacks::default();
+        let mut c = Callbacks {
+            run_agent: None,
+            deliver: None,
+            on_event: None,
+            steer: None,
+            keep_alive: Some(KeepAlive::new(env)?),
+        };
         let func = |name: &str| get(name).filter(|v| v.get_type().ok() == Some(ValueType::Function));
         if let Some(f) = func("runAgent") {
             c.run_agent = Some(weak(env, f)?);
@@ -173,6 +228,8 @@ pub struct JsHost {
     deliver: Option<Arc<Callback<JsonArg>>>,
     steer: Option<Arc<Callback<SteerArgs>>>,
     events: Option<mpsc::UnboundedSender<Value>>,
+    keep_alive: Option<Arc<KeepAlive>>,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 pub async fn call<A: 'static + JsValuesTupleIntoVec>(
@@ -205,6 +262,8 @@ impl JsHost {
             deliver: c.deliver.map(Arc::new),
             steer: c.steer.map(Arc::new),
             events,
+            keep_alive: c.keep_alive.map(Arc::new),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -244,5 +303,40 @@ impl Host for JsHost {
     }
     fn can_steer(&self) -> bool {
         self.steer.is_some()
+    }
+    fn busy(&self, on: bool) {
+        use std::sync::atomic::Ordering;
+        let Some(k) = &self.keep_alive else { return };
+        if on {
+            if k.count.fetch_add(1, Ordering::SeqCst) == 0 && !self.closed.load(Ordering::SeqCst) {
+                k.nudge();
+            }
+            return;
+        }
+        let was = k.count.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| Some(n.saturating_sub(1))).unwrap_or(0);
+        if was == 1 {
+            let later = k.clone();
+            // let go only when the count stays at zero a moment (the gaps inside one flow)
+            let settle = async move {
+                tokio::time::sleep(std::time::Duration::from_millis(IDLE_GRACE_MS)).await;
+                if later.count.load(Ordering::SeqCst) == 0 {
+                    later.nudge();
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(h) => {
+                    h.spawn(settle);
+                }
+                Err(_) => k.nudge(),
+            }
+        }
+    }
+    fn idle(&self) {
+        use std::sync::atomic::Ordering;
+        self.closed.store(true, Ordering::SeqCst);
+        if let Some(k) = &self.keep_alive {
+            k.count.store(0, Ordering::SeqCst);
+            k.nudge();
+        }
     }
 }

@@ -46,6 +46,23 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| Err(Error::store("internal error: a store task failed")))
 }
 
+/// Work in progress that should keep the host process alive (a run, an announce attempt, a
+/// send's background flow): [`Host::busy`] `true` now, `false` when dropped.
+pub struct BusyGuard(Arc<dyn Host>);
+
+impl BusyGuard {
+    pub fn new(host: Arc<dyn Host>) -> BusyGuard {
+        host.busy(true);
+        BusyGuard(host)
+    }
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.0.busy(false);
+    }
+}
+
 /// A fresh chain id (DECISIONS.md #4).
 pub fn new_chain_id() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -98,9 +115,19 @@ impl Orchestrator {
         Ok(())
     }
 
+    /// Spawns background work that keeps the host process alive while it runs.
+    pub fn spawn_busy(&self, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+        let guard = BusyGuard::new(self.host.clone());
+        tokio::spawn(async move {
+            fut.await;
+            drop(guard);
+        });
+    }
+
     /// Stops runs, the outbox and the sweeper (in-flight runs are recorded as interrupted),
-    /// then closes the store. Idempotent.
+    /// then closes the store. Idempotent. The process is no longer kept alive for them.
     pub async fn close(self: &Arc<Self>) {
+        self.host.idle();
         self.outbox.close();
         subagents::close(self);
         let (e, r) = (self.engine.clone(), self.runs.clone());
@@ -193,6 +220,7 @@ impl Dispatcher for Orchestrator {
         let this = if self.runs.is_closed() { None } else { self.me() };
         Box::pin(async move {
             let Some(this) = this else { return Attempt::Retry("the store is closing".to_owned()) };
+            let _busy = BusyGuard::new(this.host.clone());
             match row.kind.as_str() {
                 A2A_ANNOUNCE => this.attempt_delivery(row).await,
                 SUBAGENT_ANNOUNCE => subagents::attempt_announce(&this, row).await,
@@ -211,6 +239,10 @@ impl Dispatcher for Orchestrator {
 
     fn emit(&self, event: Event) {
         self.host.emit(event);
+    }
+
+    fn kinds(&self) -> [Option<&'static str>; 2] {
+        [self.host.can_deliver().then_some(A2A_ANNOUNCE), self.host.can_run().then_some(SUBAGENT_ANNOUNCE)]
     }
 }
 
@@ -338,15 +370,20 @@ mod tests {
 
     #[test]
     fn a_claim_held_by_a_live_owner_is_left_alone_and_a_dead_owners_claim_is_taken_over() {
+        const K: [Option<&str>; 2] = [Some(A2A_ANNOUNCE), None];
         let store = Store::open(":memory:").unwrap();
         store.write(|db| db.insert_outbox("k", A2A_ANNOUNCE, None, &json!({}), 0)).unwrap();
-        let a = store.write(|db| db.claim_outbox("1:alive", 10, 1000, 8, |_| true)).unwrap();
+        let other_kind = store
+            .write(|db| db.claim_outbox("1:alive", [None, Some(SUBAGENT_ANNOUNCE)], 10, 1000, 8, |_| true))
+            .unwrap();
+        assert!(other_kind.is_empty(), "only the kinds a process can attempt are claimed");
+        let a = store.write(|db| db.claim_outbox("1:alive", K, 10, 1000, 8, |_| true)).unwrap();
         assert_eq!(a.len(), 1);
-        let b = store.write(|db| db.claim_outbox("2:other", 20, 1000, 8, |_| true)).unwrap();
+        let b = store.write(|db| db.claim_outbox("2:other", K, 20, 1000, 8, |_| true)).unwrap();
         assert!(b.is_empty(), "a live claim is respected");
-        let c = store.write(|db| db.claim_outbox("2:other", 20, 1000, 8, |o| o != "1:alive")).unwrap();
+        let c = store.write(|db| db.claim_outbox("2:other", K, 20, 1000, 8, |o| o != "1:alive")).unwrap();
         assert_eq!(c.len(), 1, "the claim of a dead owner is taken over");
-        let d = store.write(|db| db.claim_outbox("3:third", 5000, 1000, 8, |_| true)).unwrap();
+        let d = store.write(|db| db.claim_outbox("3:third", K, 5000, 1000, 8, |_| true)).unwrap();
         assert_eq!(d.len(), 1, "a lapsed lease is taken over");
     }
 }

@@ -48,6 +48,9 @@ pub trait Dispatcher: Send + Sync + 'static {
     /// An item reached a final status (`delivered`, `skipped`, `failed`) after `attempts` tries.
     fn settled(&self, row: &OutboxRow, status: &str, attempts: u32, error: Option<&str>);
     fn emit(&self, event: Event);
+    /// The kinds this process can attempt (an item of another kind is left for a process that
+    /// can: a command-line tool with no callbacks must not use up a gateway's tries).
+    fn kinds(&self) -> [Option<&'static str>; 2];
 }
 
 /// The wait before try `n + 1` after `n` failed tries: `backoff`, doubling, at most 60 s.
@@ -124,8 +127,11 @@ impl Outbox {
                 return;
             }
             let (e, owner) = (self.engine.clone(), self.owner.clone());
+            let kinds = self.dispatcher().map(|d| d.kinds()).unwrap_or([None, None]);
             let claimed = blocking(move || {
-                e.store().write(|db| db.claim_outbox(&owner, entry::now_ms(), LEASE_MS, BATCH, crate::owner::is_alive))
+                e.store().write(|db| {
+                    db.claim_outbox(&owner, kinds, entry::now_ms(), LEASE_MS, BATCH, crate::owner::is_alive)
+                })
             })
             .await;
             match claimed {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use crate::engine::Engine;
 use crate::entry;
@@ -126,6 +126,8 @@ pub struct Runs {
     live: Mutex<HashMap<String, watch::Sender<RunSnapshot>>>,
     /// session key → (run id, chain id) of the run executing on it now
     active: Mutex<HashMap<String, (String, String)>>,
+    /// run id → where to send the reason it is stopped early ([`Runs::abort`])
+    aborts: Mutex<HashMap<String, oneshot::Sender<String>>>,
     closed: AtomicBool,
 }
 
@@ -136,6 +138,7 @@ impl Default for Runs {
             lanes: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             active: Mutex::new(HashMap::new()),
+            aborts: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
         }
     }
@@ -164,6 +167,18 @@ impl Runs {
     /// once; `None` (and nothing recorded) when its chain already holds `spec.chain_limit` runs.
     /// Blocks on one write; must be called inside a tokio runtime.
     pub fn start(self: &Arc<Self>, engine: Arc<Engine>, host: Arc<dyn Host>, spec: RunSpec) -> Result<Option<String>> {
+        self.start_keyed(engine, host, spec, None)
+    }
+
+    /// As [`Runs::start`], with the `idempotencyKey` the host sees (default: the run id): an
+    /// announce passes its own key, the same for every try (DECISIONS.md #2).
+    pub fn start_keyed(
+        self: &Arc<Self>,
+        engine: Arc<Engine>,
+        host: Arc<dyn Host>,
+        spec: RunSpec,
+        idempotency_key: Option<String>,
+    ) -> Result<Option<String>> {
         if self.closed.load(AtomicOrdering::SeqCst) {
             return Err(Error::closed());
         }
@@ -199,6 +214,8 @@ impl Runs {
             error: None,
         });
         lock(&self.live).insert(run_id.clone(), tx);
+        let (abort_tx, abort_rx) = oneshot::channel();
+        lock(&self.aborts).insert(run_id.clone(), abort_tx);
         // The ticket is taken now, synchronously, so runs on one session keep arrival order.
         let (ticket, mut serving) = {
             let mut lanes = lock(&self.lanes);
@@ -211,10 +228,14 @@ impl Runs {
         };
         let this = self.clone();
         let id = run_id.clone();
+        let busy = super::BusyGuard::new(host.clone());
         tokio::spawn(async move {
+            let _busy = busy;
             let _ = serving.wait_for(|s| *s == ticket).await;
             lock(&this.active).insert(spec.session_key.clone(), (id.clone(), spec.options.chain_id.clone()));
-            let outcome = this.execute(&engine, host.as_ref(), &id, spec.clone()).await;
+            let key = idempotency_key.unwrap_or_else(|| id.clone());
+            let outcome = this.execute(&engine, host.as_ref(), &id, &key, spec.clone(), abort_rx).await;
+            lock(&this.aborts).remove(&id);
             lock(&this.active).remove(&spec.session_key);
             this.settle(&engine, host.as_ref(), &id, &spec.session_key, started, outcome).await;
             let mut lanes = lock(&this.lanes);
@@ -228,7 +249,15 @@ impl Runs {
         Ok(Some(run_id))
     }
 
-    async fn execute(&self, engine: &Arc<Engine>, host: &dyn Host, run_id: &str, spec: RunSpec) -> Outcome {
+    async fn execute(
+        &self,
+        engine: &Arc<Engine>,
+        host: &dyn Host,
+        run_id: &str,
+        idempotency_key: &str,
+        spec: RunSpec,
+        abort: oneshot::Receiver<String>,
+    ) -> Outcome {
         if self.closed.load(AtomicOrdering::SeqCst) {
             return Outcome::Dropped;
         }
@@ -242,16 +271,41 @@ impl Runs {
             }
             _ => spec.options.timeout_ms,
         };
-        let call = self.call(engine, host, run_id, spec);
-        match tokio::time::timeout(Duration::from_millis(timeout_ms.max(1)), call).await {
-            _ if self.closed.load(AtomicOrdering::SeqCst) => Outcome::Dropped,
-            Ok(Ok(())) => Outcome::Ok,
-            Ok(Err(e)) => Outcome::Error(e),
-            Err(_) => Outcome::Timeout(format!("run timed out after {timeout_ms} ms")),
+        let call = self.call(engine, host, run_id, idempotency_key, spec);
+        let aborted = async {
+            match abort.await {
+                Ok(reason) => reason,
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            done = tokio::time::timeout(Duration::from_millis(timeout_ms.max(1)), call) => match done {
+                _ if self.closed.load(AtomicOrdering::SeqCst) => Outcome::Dropped,
+                Ok(Ok(())) => Outcome::Ok,
+                Ok(Err(e)) => Outcome::Error(e),
+                Err(_) => Outcome::Timeout(format!("run timed out after {timeout_ms} ms")),
+            },
+            reason = aborted => if self.closed.load(AtomicOrdering::SeqCst) { Outcome::Dropped } else { Outcome::Error(reason) },
         }
     }
 
-    async fn call(&self, engine: &Arc<Engine>, host: &dyn Host, run_id: &str, spec: RunSpec) -> Result<(), String> {
+    /// Stops a run of this registry early: it ends with status `error` and `reason` (whatever
+    /// its callback returns later is dropped). `false` when no such run is in flight here.
+    pub fn abort(&self, run_id: &str, reason: &str) -> bool {
+        match lock(&self.aborts).remove(run_id) {
+            Some(tx) => tx.send(reason.to_owned()).is_ok(),
+            None => false,
+        }
+    }
+
+    async fn call(
+        &self,
+        engine: &Arc<Engine>,
+        host: &dyn Host,
+        run_id: &str,
+        idempotency_key: &str,
+        spec: RunSpec,
+    ) -> Result<(), String> {
         host.emit(event("run.start", run_id, &spec.session_key, json!({"lane": spec.options.lane.as_str()})));
         let e = engine.clone();
         let (key, message, prov, rid) =
@@ -271,7 +325,7 @@ impl Runs {
         .map_err(|e| e.message().to_owned())?;
         let req = AgentRunRequest {
             run_id: run_id.to_owned(),
-            idempotency_key: spec.options.idempotency_key.clone().unwrap_or_else(|| run_id.to_owned()),
+            idempotency_key: idempotency_key.to_owned(),
             session_key: spec.session_key.clone(),
             session_id,
             agent_id,
@@ -644,6 +698,27 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(runs.wait(&e, &ok, 5_000).await.unwrap().status, RunStatus::Ok);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_aborted_run_ends_at_once_with_the_reason_and_frees_its_lane() {
+        let e = engine();
+        let runs = Arc::new(Runs::default());
+        let h = host(|req| {
+            Box::pin(async move {
+                if req.message == "slow" {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                Ok(json!({"reply": "done"}))
+            })
+        });
+        let id = runs.start(e.clone(), h.clone(), spec("agent:main:a", "slow")).unwrap().unwrap();
+        let next = runs.start(e.clone(), h.clone(), spec("agent:main:a", "fast")).unwrap().unwrap();
+        assert!(runs.abort(&id, "stopped: requester session deleted"));
+        let s = runs.wait(&e, &id, 5_000).await.unwrap();
+        assert_eq!((s.status, s.error.as_deref()), (RunStatus::Error, Some("stopped: requester session deleted")));
+        assert_eq!(runs.wait(&e, &next, 5_000).await.unwrap().status, RunStatus::Ok);
+        assert!(!runs.abort(&id, "again"), "an ended run cannot be aborted");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -341,7 +341,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     };
 
     if !waited {
-        tokio::spawn(flow.run(Primary::Wait(run_id.clone())));
+        orch.spawn_busy(flow.run(Primary::Wait(run_id.clone())));
         return Ok(payload(&run_id, "accepted", None, None, Some(display), true));
     }
 
@@ -353,7 +353,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     match snap.status {
         RunStatus::Ok => {
             let reply = latest_reply(&engine, &target.key, &run_id).await?;
-            tokio::spawn(flow.run(Primary::Reply(reply.clone())));
+            orch.spawn_busy(flow.run(Primary::Reply(reply.clone())));
             Ok(payload(&run_id, "ok", reply.as_deref(), None, Some(display), true))
         }
         RunStatus::Error => {
@@ -363,7 +363,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         RunStatus::Timeout | RunStatus::Running => {
             // DECISIONS.md #1: the run goes on; when it ends well, the flow still happens.
             if !ended(&snap) {
-                tokio::spawn(flow.run(Primary::UntilEnd(run_id.clone())));
+                orch.spawn_busy(flow.run(Primary::UntilEnd(run_id.clone())));
             }
             Ok(payload(&run_id, "timeout", None, snap.error.as_deref(), Some(display), false))
         }

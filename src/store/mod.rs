@@ -13,6 +13,7 @@ pub mod outbox;
 pub mod runs;
 mod schema;
 pub mod sessions;
+pub mod subagents;
 pub mod transcripts;
 
 use std::path::{Path, PathBuf};

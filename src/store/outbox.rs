@@ -73,11 +73,13 @@ impl Db<'_> {
         Ok(n > 0)
     }
 
-    /// Claims up to `limit` due pending items for `owner` until `now + lease_ms`: items whose
-    /// earlier claim lapsed, or whose claimant `is_alive` says is gone, are claimed again.
+    /// Claims up to `limit` due pending items of the given kinds (at most two; a process
+    /// claims only what its callbacks can attempt) for `owner` until `now + lease_ms`: items
+    /// whose earlier claim lapsed, or whose claimant `is_alive` says is gone, are claimed again.
     pub fn claim_outbox(
         &self,
         owner: &str,
+        kinds: [Option<&str>; 2],
         now: i64,
         lease_ms: i64,
         limit: u32,
@@ -88,11 +90,12 @@ impl Db<'_> {
             .prepare_cached(concat!(
                 "SELECT ",
                 columns!(),
-                " FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?2"
+                " FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?1 AND kind IN (?3, ?4)",
+                " ORDER BY next_attempt_at, id LIMIT ?2"
             ))
             .map_err(sql)?;
         let candidates = st
-            .query_map(params![now, i64::from(limit) * 4], row)
+            .query_map(params![now, i64::from(limit) * 4, kinds[0], kinds[1]], row)
             .map_err(sql)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(sql)?;

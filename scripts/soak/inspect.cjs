@@ -1,0 +1,26 @@
+// Reads a store file directly with better-sqlite3, in its own process: SQLite's POSIX locks are
+// per process, so a second copy of SQLite in the process that has the addon open on the same
+// file would break both (SQLite's "how to corrupt" §2.2.1; here it showed as SIGBUS). Takes the
+// database path and a JSON request on argv, prints a JSON answer:
+//   { messages: [key…], entries: [key…], scalars: { name: sql } }
+//   → { integrity, messages: { key: [{ seq, text }] }, entries: { key: entry }, scalars: { name: value } }
+const Database = require('better-sqlite3')
+
+const [db, request] = process.argv.slice(2)
+const q = JSON.parse(request)
+const conn = new Database(db, { fileMustExist: true })
+const out = { integrity: conn.pragma('integrity_check', { simple: true }), messages: {}, entries: {}, scalars: {} }
+const sid = conn.prepare('SELECT session_id FROM sessions WHERE key = ?').pluck()
+const msgs = conn.prepare('SELECT seq, message FROM messages WHERE session_id = ? ORDER BY seq')
+const entry = conn.prepare('SELECT entry FROM sessions WHERE key = ?').pluck()
+for (const key of q.messages ?? []) {
+  const s = sid.get(key)
+  out.messages[key] = s ? msgs.all(s).map((r) => ({ seq: r.seq, text: JSON.parse(r.message).content })) : []
+}
+for (const key of q.entries ?? []) {
+  const e = entry.get(key)
+  out.entries[key] = e ? JSON.parse(e) : null
+}
+for (const [name, sql] of Object.entries(q.scalars ?? {})) out.scalars[name] = conn.prepare(sql).pluck().get()
+conn.close()
+process.stdout.write(JSON.stringify(out))

@@ -1,0 +1,310 @@
+//! The sub-agent registry as stored (REFERENCE.md §6.4, API.md §4 `SubagentRun`): one row per
+//! spawned child run, the record itself as JSON plus the columns the registry looks things up
+//! by (requester, ended or not, announce status, archive time). The columns are always derived
+//! from the record, so they never disagree with it. No decisions here: callers hand in finished
+//! records.
+
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use super::{sql, Db};
+use crate::error::Result;
+
+/// How a child run ended (`outcome`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// ok | error | timeout | unknown
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Where its announce stands (`announce`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnnounceState {
+    /// pending | delivered | failed | skipped
+    pub status: String,
+    #[serde(default, deserialize_with = "count")]
+    pub attempts: u32,
+    pub idempotency_key: String,
+}
+
+/// One registry record, exactly the API.md §4 `SubagentRun` shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentRun {
+    pub run_id: String,
+    pub child_session_key: String,
+    pub requester_session_key: String,
+    pub requester_display_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester_origin: Option<serde_json::Value>,
+    #[serde(default)]
+    pub task: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// delete | keep
+    #[serde(default = "keep")]
+    pub cleanup: String,
+    #[serde(default, deserialize_with = "ms")]
+    pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
+    pub started_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
+    pub ended_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<RunOutcome>,
+    pub announce: AnnounceState,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
+    pub archive_at_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
+    pub cleanup_completed_at: Option<i64>,
+}
+
+// Timestamps and counts written by JavaScript may arrive as floats (`1.7e12`); any finite
+// number is taken (truncated), anything else reads as absent.
+fn number<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.as_f64().filter(|f| f.is_finite()))
+}
+
+fn opt_ms<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<i64>, D::Error> {
+    Ok(number(d)?.map(|f| f.trunc() as i64))
+}
+
+fn ms<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
+    Ok(opt_ms(d)?.unwrap_or(0))
+}
+
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u32, D::Error> {
+    Ok(number(d)?.map_or(0, |f| f.clamp(0.0, f64::from(u32::MAX)) as u32))
+}
+
+fn keep() -> String {
+    "keep".to_owned()
+}
+
+impl SubagentRun {
+    /// Reads a stored record. A record without `announce` (written by hand, or by an older
+    /// importer) gets a pending one whose key is derived from the run id, so that every
+    /// reading of it names the same outbox item. `None` for text that is not a record.
+    pub fn from_json(text: &str) -> Option<SubagentRun> {
+        let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+        let o = v.as_object_mut()?;
+        if !o.get("announce").is_some_and(serde_json::Value::is_object) {
+            let run_id = o.get("runId")?.as_str()?.to_owned();
+            o.insert(
+                "announce".into(),
+                serde_json::json!({"status": "pending", "attempts": 0, "idempotencyKey": format!("subagent-announce:{run_id}")}),
+            );
+        }
+        serde_json::from_value(v).ok()
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+fn read_rows(rows: Vec<String>) -> Vec<SubagentRun> {
+    let mut out: Vec<SubagentRun> = rows.iter().filter_map(|t| SubagentRun::from_json(t)).collect();
+    // rows arrive in registration order; a stable sort keeps it among equal createdAt
+    out.sort_by_key(|r| r.created_at);
+    out
+}
+
+impl Db<'_> {
+    /// Inserts a record, or updates it in place (it keeps its place in registration order).
+    pub fn put_subagent_run(&self, r: &SubagentRun) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO subagent_runs
+                   (run_id, requester_key, child_key, ended, announce_status, archive_at, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (run_id) DO UPDATE SET requester_key = ?2, child_key = ?3, ended = ?4,
+                   announce_status = ?5, archive_at = ?6, record = ?7",
+            )
+            .map_err(sql)?;
+        st.execute(params![
+            r.run_id,
+            r.requester_session_key,
+            r.child_session_key,
+            i64::from(r.ended_at.is_some()),
+            r.announce.status,
+            r.archive_at_ms,
+            r.to_json().to_string()
+        ])
+        .map_err(sql)?;
+        Ok(())
+    }
+
+    /// One record; `None` when missing or unreadable.
+    pub fn subagent_run(&self, run_id: &str) -> Result<Option<SubagentRun>> {
+        let mut st = self.conn.prepare_cached("SELECT record FROM subagent_runs WHERE run_id = ?1").map_err(sql)?;
+        let text: Option<String> = st.query_row([run_id], |r| r.get(0)).optional().map_err(sql)?;
+        Ok(text.and_then(|t| SubagentRun::from_json(&t)))
+    }
+
+    /// Every record (or those of one requester), in `createdAt` order (registration order among equals); unreadable rows skipped.
+    pub fn subagent_runs(&self, requester_key: Option<&str>) -> Result<Vec<SubagentRun>> {
+        let rows = match requester_key {
+            Some(key) => {
+                let mut st = self
+                    .conn
+                    .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 ORDER BY rowid")
+                    .map_err(sql)?;
+                let rows = st.query_map([key], |r| r.get::<_, String>(0)).map_err(sql)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
+            }
+            None => {
+                let mut st =
+                    self.conn.prepare_cached("SELECT record FROM subagent_runs ORDER BY rowid").map_err(sql)?;
+                let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
+            }
+        };
+        Ok(read_rows(rows))
+    }
+
+    /// The records of a requester whose run has not ended, in `createdAt` order.
+    pub fn running_subagent_runs(&self, requester_key: &str) -> Result<Vec<SubagentRun>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 AND ended = 0 ORDER BY rowid")
+            .map_err(sql)?;
+        let rows = st.query_map([requester_key], |r| r.get::<_, String>(0)).map_err(sql)?;
+        Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
+    }
+
+    /// How many children of a requester are still running.
+    pub fn running_subagent_count(&self, requester_key: &str) -> Result<u64> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM subagent_runs WHERE requester_key = ?1 AND ended = 0")
+            .map_err(sql)?;
+        st.query_row([requester_key], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
+    }
+
+    /// When the next archive is due, if any record has one.
+    pub fn next_subagent_archive(&self) -> Result<Option<i64>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT min(archive_at) FROM subagent_runs WHERE archive_at IS NOT NULL")
+            .map_err(sql)?;
+        st.query_row([], |r| r.get::<_, Option<i64>>(0)).map_err(sql)
+    }
+
+    /// The records whose archive time has come (`archive_at <= now`).
+    pub fn due_subagent_archives(&self, now: i64) -> Result<Vec<SubagentRun>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT record FROM subagent_runs WHERE archive_at IS NOT NULL AND archive_at <= ?1 ORDER BY rowid",
+            )
+            .map_err(sql)?;
+        let rows = st.query_map([now], |r| r.get::<_, String>(0)).map_err(sql)?;
+        Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
+    }
+
+    /// Removes a record; whether there was one.
+    pub fn delete_subagent_run(&self, run_id: &str) -> Result<bool> {
+        let mut st = self.conn.prepare_cached("DELETE FROM subagent_runs WHERE run_id = ?1").map_err(sql)?;
+        Ok(st.execute([run_id]).map_err(sql)? > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn record(id: &str, requester: &str, created: i64) -> SubagentRun {
+        SubagentRun {
+            run_id: id.into(),
+            child_session_key: format!("agent:main:subagent:{id}"),
+            requester_session_key: requester.into(),
+            requester_display_key: "main".into(),
+            requester_origin: None,
+            task: "t".into(),
+            label: None,
+            cleanup: "keep".into(),
+            created_at: created,
+            started_at: Some(created),
+            ended_at: None,
+            outcome: None,
+            announce: AnnounceState { status: "pending".into(), attempts: 0, idempotency_key: format!("k-{id}") },
+            archive_at_ms: None,
+            cleanup_completed_at: None,
+        }
+    }
+
+    #[test]
+    fn records_round_trip_in_created_order_with_derived_columns() {
+        let s = Store::open(":memory:").unwrap();
+        let mut b = record("b", "agent:main:main", 20);
+        s.write(|db| {
+            db.put_subagent_run(&b)?;
+            db.put_subagent_run(&record("a", "agent:main:main", 10))?;
+            db.put_subagent_run(&record("c", "agent:main:other", 5))
+        })
+        .unwrap();
+        let ids = |v: Vec<SubagentRun>| v.into_iter().map(|r| r.run_id).collect::<Vec<_>>();
+        assert_eq!(ids(s.read(|db| db.subagent_runs(None)).unwrap()), ["c", "a", "b"]);
+        assert_eq!(ids(s.read(|db| db.subagent_runs(Some("agent:main:main"))).unwrap()), ["a", "b"]);
+        assert_eq!(s.read(|db| db.running_subagent_count("agent:main:main")).unwrap(), 2);
+        b.ended_at = Some(30);
+        b.archive_at_ms = Some(40);
+        s.write(|db| db.put_subagent_run(&b)).unwrap();
+        assert_eq!(s.read(|db| db.running_subagent_count("agent:main:main")).unwrap(), 1);
+        assert_eq!(s.read(|db| db.next_subagent_archive()).unwrap(), Some(40));
+        assert!(s.read(|db| db.due_subagent_archives(39)).unwrap().is_empty());
+        assert_eq!(ids(s.read(|db| db.due_subagent_archives(40)).unwrap()), ["b"]);
+        assert_eq!(s.read(|db| db.subagent_run("b")).unwrap(), Some(b));
+        assert!(s.write(|db| db.delete_subagent_run("b")).unwrap());
+        assert_eq!(s.read(|db| db.subagent_run("b")).unwrap(), None);
+    }
+
+    #[test]
+    fn the_json_is_the_api_shape_and_absent_fields_are_left_out() {
+        let v = record("a", "agent:main:main", 1).to_json();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "runId",
+                "childSessionKey",
+                "requesterSessionKey",
+                "requesterDisplayKey",
+                "task",
+                "cleanup",
+                "createdAt",
+                "startedAt",
+                "announce"
+            ]
+        );
+        assert_eq!(v["announce"], serde_json::json!({"status": "pending", "attempts": 0, "idempotencyKey": "k-a"}));
+    }
+
+    #[test]
+    fn unreadable_records_are_skipped_and_a_missing_announce_gets_a_stable_key() {
+        assert_eq!(SubagentRun::from_json("not json"), None);
+        assert_eq!(SubagentRun::from_json("[1]"), None);
+        assert_eq!(SubagentRun::from_json(r#"{"runId": 5}"#), None);
+        let r = SubagentRun::from_json(
+            r#"{"runId":"r1","childSessionKey":"c","requesterSessionKey":"q","requesterDisplayKey":"q","endedAt":9}"#,
+        )
+        .unwrap();
+        assert_eq!(r.announce.idempotency_key, "subagent-announce:r1");
+        let f = SubagentRun::from_json(
+            r#"{"runId":"r2","childSessionKey":"c","requesterSessionKey":"q","requesterDisplayKey":"q","createdAt":1.7e12,"endedAt":5.9,"startedAt":"x","announce":{"status":"pending","attempts":2.0,"idempotencyKey":"k"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.created_at, f.ended_at, f.started_at, f.announce.attempts),
+            (1_700_000_000_000, Some(5), None, 2)
+        );
+        assert_eq!((r.cleanup.as_str(), r.ended_at), ("keep", Some(9)));
+    }
+}
