@@ -67,6 +67,48 @@ fn rejected<'env>(env: &'env Env, e: CoreError) -> napi::Result<PromiseRaw<'env,
     spawn(env, None, Err(e))
 }
 
+/// A store job that may run inline (bounded work, at most one write).
+type FastJob = Arc<dyn Fn(&Engine) -> CoreResult<Value> + Send + Sync + 'static>;
+
+/// A rejection made on the JS thread (an `Error` with `code`).
+fn rejected_now<'env>(env: &'env Env, e: &CoreError) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.message()))?;
+    obj.set_named_property("code", e.code().as_str())?;
+    PromiseRaw::reject(env, obj.to_unknown())
+}
+
+/// Runs a short, bounded store job inline on the JS thread when it can go at once (no other
+/// thread holds the connection, no other process the write lock): the promise is settled before
+/// this returns, with no thread hop. When it would have waited, it goes to the worker as every
+/// other job does, so the JS thread never waits on a lock.
+fn spawn_fast<'env>(
+    env: &'env Env,
+    engine: &Arc<Engine>,
+    job: CoreResult<FastJob>,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let job = match job {
+        Ok(j) => j,
+        Err(e) => return rejected_now(env, &e),
+    };
+    if engine.store().is_closed() {
+        return rejected_now(env, &CoreError::closed());
+    }
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(engine))));
+    match out {
+        Ok(Err(e)) if crate::store::is_would_block(&e) => {}
+        Ok(Ok(v)) => {
+            return match serde_json::to_string(&v) {
+                Ok(text) => PromiseRaw::resolve(env, from_json_text(env, &text)?),
+                Err(e) => rejected_now(env, &CoreError::store(format!("cannot encode the result: {e}"))),
+            }
+        }
+        Ok(Err(e)) => return rejected_now(env, &e),
+        Err(_) => return rejected_now(env, &internal_error()),
+    }
+    let later: Job = Box::new(move |e: &Engine| job(e));
+    spawn(env, Some(engine.clone()), Ok(later))
+}
+
 fn internal_error() -> CoreError {
     CoreError::new(ErrorCode::StoreError, "internal error: the operation failed unexpectedly (a bug; please report it)")
 }
@@ -334,10 +376,11 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let key = to_json(env, key, "key");
-        self.run(
+        spawn_fast(
             env,
-            key.map(|k| -> Job {
-                Box::new(move |e: &Engine| Ok(e.get_session(&k)?.map(Value::Object).unwrap_or(Value::Null)))
+            &self.engine,
+            key.map(|k| -> FastJob {
+                Arc::new(move |e: &Engine| Ok(e.get_session(&k)?.map(Value::Object).unwrap_or(Value::Null)))
             }),
         )
     }
@@ -349,7 +392,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         patch: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run2(env, key, "key", patch, "patch", move |e: &Engine, k: &Value, p: &Value| {
+        self.fast2(env, key, "key", patch, "patch", move |e: &Engine, k: &Value, p: &Value| {
             Ok(Value::Object(e.upsert_session(k, p)?))
         })
     }
@@ -435,7 +478,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         messages: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run2(env, key, "key", messages, "messages", move |e: &Engine, k: &Value, m: &Value| {
+        self.fast2(env, key, "key", messages, "messages", move |e: &Engine, k: &Value, m: &Value| {
             e.append_messages(k, m)
         })
     }
@@ -450,7 +493,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run2(env, key, "key", options, "options", |e, k, o| e.chat_history_json(k, o))
+        self.fast2(env, key, "key", options, "options", |e, k, o| e.chat_history_json(k, o))
     }
 
     #[napi(
@@ -463,9 +506,10 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let p = to_json(env, params, "params");
-        self.run(
+        spawn_fast(
             env,
-            p.map(|p| -> Job { Box::new(move |e: &Engine| Ok(Value::from(e.resolve_send_policy(&p)?.as_str()))) }),
+            &self.engine,
+            p.map(|p| -> FastJob { Arc::new(move |e: &Engine| Ok(Value::from(e.resolve_send_policy(&p)?.as_str()))) }),
         )
     }
 
@@ -518,8 +562,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let job = tool_job(env, "sessions_list", params, ctx, false);
-        self.run(env, job)
+        call_tool(env, &self.orch, "sessions_list", params, ctx, false)
     }
 
     /// `sessions_history`
@@ -533,8 +576,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let job = tool_job(env, "sessions_history", params, ctx, false);
-        self.run(env, job)
+        call_tool(env, &self.orch, "sessions_history", params, ctx, false)
     }
 
     /// `sessions_send`
@@ -572,8 +614,7 @@ impl SessionTools {
         env: &'env Env,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let job = tool_job(env, "agents_list", None, ctx, false);
-        self.run(env, job)
+        call_tool(env, &self.orch, "agents_list", None, ctx, false)
     }
 
     /// The tool definitions for a caller (sub-agents get none of the session tools).
@@ -645,18 +686,18 @@ impl SessionTools {
         self.run(env, job)
     }
 
-    /// A method of two JSON arguments.
-    fn run2<'env>(
+    /// A method of two JSON arguments, a bounded job of at most one write, which may run inline.
+    fn fast2<'env>(
         &self,
         env: &'env Env,
         a: Option<Unknown<'env>>,
         a_name: &str,
         b: Option<Unknown<'env>>,
         b_name: &str,
-        f: impl FnOnce(&Engine, &Value, &Value) -> CoreResult<Value> + Send + 'static,
+        f: impl Fn(&Engine, &Value, &Value) -> CoreResult<Value> + Send + Sync + 'static,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let args = to_json(env, a, a_name).and_then(|a| Ok((a, to_json(env, b, b_name)?)));
-        self.run(env, args.map(|(a, b)| -> Job { Box::new(move |e: &Engine| f(e, &a, &b)) }))
+        spawn_fast(env, &self.engine, args.map(|(a, b)| -> FastJob { Arc::new(move |e: &Engine| f(e, &a, &b)) }))
     }
 
     fn run<'env>(&self, env: &'env Env, job: CoreResult<Job>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
@@ -695,8 +736,29 @@ fn tool_promise<'env>(
         let orch = orch.clone();
         return spawn_async(env, Ok(async move { orch.tool(&name, params, ctx, wrap).await }));
     }
+    if inline_tool(&name, &params) {
+        let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap));
+        return spawn_fast(env, orch.engine(), Ok(job));
+    }
     let job: Job = Box::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap));
     spawn(env, Some(orch.engine().clone()), Ok(job))
+}
+
+/// Whether a read tool call is bounded enough to run inline: `agents_list`; `sessions_history`
+/// (it reads O(limit) rows, at most 1000); `sessions_list` with a small `limit` and none of the
+/// filters that may walk many rows (`kinds`, `activeMinutes`) and no message previews.
+fn inline_tool(name: &str, params: &Value) -> bool {
+    match name {
+        "agents_list" | "sessions_history" => true,
+        "sessions_list" => {
+            let small = params.get("limit").and_then(Value::as_f64).map(|l| l <= 100.0).unwrap_or(false);
+            let walks =
+                ["kinds", "activeMinutes"].iter().any(|k| params.get(*k).map(|v| !v.is_null()).unwrap_or(false));
+            let previews = params.get("messageLimit").and_then(Value::as_f64).map(|m| m > 0.0).unwrap_or(false);
+            small && !walks && !previews
+        }
+        _ => false,
+    }
 }
 
 /// `waitRun` arguments: a non-empty run id, `timeoutMs` a number ≥ 0 (floored; default 30 000).
@@ -718,18 +780,4 @@ fn read_wait_args(run_id: &Value, options: &Value) -> CoreResult<(String, u64)> 
         _ => return Err(bad("options must be an object")),
     };
     Ok((run_id, timeout.unwrap_or(30_000)))
-}
-
-fn tool_job(
-    env: &Env,
-    name: &str,
-    params: Option<Unknown<'_>>,
-    ctx: Option<Unknown<'_>>,
-    wrap: bool,
-) -> CoreResult<Job> {
-    // What the model sent is never a reason to reject: unconvertible params read as `{}`.
-    let params = to_json(env, params, "params").unwrap_or(Value::Null);
-    let ctx = to_json(env, ctx, "ctx")?;
-    let name = name.to_owned();
-    Ok(Box::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap)))
 }

@@ -27,6 +27,56 @@ use crate::error::{Error, ErrorCode, Result};
 pub use sessions::{ListFilter, ListedRow};
 pub use transcripts::HistoryPage;
 
+thread_local! {
+    /// Set while a job runs inline on the caller's thread (see [`inline`]).
+    static INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+const WOULD_BLOCK: &str = "the store is busy: the call goes to the worker";
+
+/// Runs `f` in *inline* mode: every store call inside it either proceeds at once or fails with
+/// an error [`is_would_block`] recognises, instead of waiting (for a connection another thread
+/// holds, or for another process's write lock). The napi skin uses it to run short, bounded
+/// jobs on the JS thread without ever stalling it, and sends the job to the worker when it
+/// would have waited. A job that may write more than once must not run inline (a retry would
+/// repeat the first write).
+pub fn inline<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            INLINE.with(|c| c.set(false));
+        }
+    }
+    INLINE.with(|c| c.set(true));
+    let _reset = Reset;
+    f()
+}
+
+/// Whether `e` is the refusal of a store call in inline mode that would have waited.
+pub fn is_would_block(e: &Error) -> bool {
+    e.code() == ErrorCode::Unavailable && e.message() == WOULD_BLOCK
+}
+
+fn would_block() -> Error {
+    Error::new(ErrorCode::Unavailable, WOULD_BLOCK)
+}
+
+fn inline_mode() -> bool {
+    INLINE.with(|c| c.get())
+}
+
+/// Locks a connection: at once in inline mode (or [`would_block`]), else waiting.
+fn lock_conn(m: &Mutex<Option<Connection>>) -> Result<std::sync::MutexGuard<'_, Option<Connection>>> {
+    if inline_mode() {
+        return match m.try_lock() {
+            Ok(g) => Ok(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Err(would_block()),
+        };
+    }
+    Ok(m.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// How long a writer waits for another writer's lock before SQLite gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a write that still found the database busy is tried again, in all.
@@ -157,8 +207,22 @@ impl Store {
     /// committed, still holding the writer lock (so side effects such as mirror files keep the
     /// order of the commits, and never show what a failed transaction did not write).
     pub fn write_then<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>, after: impl FnOnce(&T)) -> Result<T> {
-        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = lock_conn(&self.writer)?;
         let conn = guard.as_mut().ok_or_else(Error::closed)?;
+        if inline_mode() {
+            // One try that never waits for another process's write lock: BUSY → the worker.
+            let _ = conn.busy_timeout(Duration::ZERO);
+            let out = run_tx(conn, &mut f);
+            let _ = conn.busy_timeout(BUSY_TIMEOUT);
+            return match out {
+                Ok(v) => {
+                    after(&v);
+                    Ok(v)
+                }
+                Err(TxError::Busy(_)) => Err(would_block()),
+                Err(TxError::Other(e)) => Err(e),
+            };
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -183,12 +247,31 @@ impl Store {
             Some(r) => r,
             None => &self.writer,
         };
-        let mut guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = lock_conn(lock)?;
         let conn = guard.as_mut().ok_or_else(Error::closed)?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-        let out = f(&Db::new(&tx));
-        // A read transaction has nothing to commit; ending it releases the snapshot.
-        let _ = tx.rollback();
+        let inline = inline_mode();
+        if inline {
+            let _ = conn.busy_timeout(Duration::ZERO);
+        }
+        let out = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+            let out = f(&Db::new(&tx));
+            // A read transaction has nothing to commit; ending it releases the snapshot.
+            let _ = tx.rollback();
+            out
+        })();
+        if inline {
+            let _ = conn.busy_timeout(BUSY_TIMEOUT);
+            // a read that met a lock (WAL recovery by another process) goes to the worker
+            if let Err(e) = &out {
+                let m = e.message();
+                if e.code() == ErrorCode::StoreError
+                    && (m.contains("database is locked") || m.contains("database is busy"))
+                {
+                    return Err(would_block());
+                }
+            }
+        }
         out
     }
 }
