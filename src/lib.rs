@@ -11,6 +11,12 @@
 #[macro_use]
 extern crate napi_derive;
 
+/// The addon allocates many small, short-lived values (parsed entries, rows, JSON text);
+/// mimalloc serves them markedly faster than the system allocator (see the README's
+/// performance notes). It only manages the addon's own allocations, not Node's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod config;
 pub mod engine;
 pub mod entry;
