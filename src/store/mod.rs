@@ -352,6 +352,43 @@ mod tests {
     }
 
     #[test]
+    fn inline_calls_never_wait_they_report_would_block_instead() {
+        let p = tmp("inline.db");
+        let a = Store::open(p.to_str().unwrap()).unwrap();
+        let b = Store::open(p.to_str().unwrap()).unwrap();
+        put(&a, "agent:main:k", json!({"label": "one"}));
+        // another thread holds this store's writer connection
+        let guard = a.writer.lock().unwrap();
+        let started = std::time::Instant::now();
+        let e = inline(|| a.write(|db| db.session("agent:main:k"))).unwrap_err();
+        assert!(is_would_block(&e));
+        drop(guard);
+        // another connection (another process, as far as SQLite knows) holds the write lock
+        let mut held = b.writer.lock().unwrap();
+        let tx = held.as_mut().unwrap().transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        let e = inline(|| {
+            a.write(|db| {
+                let mut en = db.session("agent:main:k")?.unwrap_or_default();
+                en.insert("label".into(), json!("two"));
+                db.put_session("agent:main:k", &en)
+            })
+        })
+        .unwrap_err();
+        assert!(is_would_block(&e), "{}", e.message());
+        assert!(started.elapsed() < Duration::from_secs(5), "an inline call waited for a lock");
+        // reads are not blocked by a writer in WAL mode
+        let en = inline(|| a.read(|db| db.session("agent:main:k"))).unwrap().unwrap();
+        assert_eq!(en["label"], "one");
+        drop(tx);
+        drop(held);
+        // once the lock is free the same call goes through, and waiting calls wait again
+        put(&a, "agent:main:k", json!({"label": "three"}));
+        assert!(!inline_mode(), "inline mode ends with its call");
+        let en = a.read(|db| db.session("agent:main:k")).unwrap().unwrap();
+        assert_eq!(en["label"], "three");
+    }
+
+    #[test]
     fn a_file_that_is_not_a_database_is_refused_and_left_unchanged() {
         let p = tmp("notes.txt");
         let text = "not a database, just some text that is long enough to look like a header........".repeat(20);
