@@ -93,6 +93,10 @@ fn spawn_fast<'env>(
     if engine.store().is_closed() {
         return rejected_now(env, &CoreError::closed());
     }
+    if !take_inline_turn(env) {
+        let later: Job = Box::new(move |e: &Engine| job(e));
+        return spawn(env, Some(engine.clone()), Ok(later));
+    }
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(engine))));
     match out {
         Ok(Err(e)) if crate::store::is_would_block(&e) => {}
@@ -107,6 +111,38 @@ fn spawn_fast<'env>(
     }
     let later: Job = Box::new(move |e: &Engine| job(e));
     spawn(env, Some(engine.clone()), Ok(later))
+}
+
+thread_local! {
+    /// Whether the current synchronous run of JS code has had its inline job already.
+    static INLINE_TURN_TAKEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// One inline job per synchronous run of JS code: a caller that awaits each call gets every
+/// call inline, while a burst (many calls started in one go, `Promise.all` of writes) has its
+/// first call inline and the rest on the worker, so a burst never holds the event loop for more
+/// than one short job. The turn is given back by a microtask, which runs once the current
+/// synchronous code has finished.
+fn take_inline_turn(env: &Env) -> bool {
+    if INLINE_TURN_TAKEN.with(|t| t.replace(true)) {
+        return false;
+    }
+    let queued = (|| -> napi::Result<()> {
+        let reset = env.create_function_from_closure::<(), (), _>("inlineTurn", |_| {
+            INLINE_TURN_TAKEN.with(|t| t.set(false));
+            Ok(())
+        })?;
+        let global = env.get_global()?;
+        let queue: Function<Unknown, Unknown> = global.get_named_property("queueMicrotask")?;
+        queue.call(reset.to_unknown())?;
+        Ok(())
+    })();
+    if queued.is_err() {
+        super::js::clear_pending(env);
+        // without a way to give the turn back, stay on the worker path from now on
+        return false;
+    }
+    true
 }
 
 fn internal_error() -> CoreError {

@@ -30,6 +30,10 @@ pub use transcripts::HistoryPage;
 thread_local! {
     /// Set while a job runs inline on the caller's thread (see [`inline`]).
     static INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set when a store call inside the inline job would have waited.
+    static BLOCKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set when the inline job committed a write.
+    static WROTE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 const WOULD_BLOCK: &str = "the store is busy: the call goes to the worker";
@@ -40,6 +44,10 @@ const WOULD_BLOCK: &str = "the store is busy: the call goes to the worker";
 /// jobs on the JS thread without ever stalling it, and sends the job to the worker when it
 /// would have waited. A job that may write more than once must not run inline (a retry would
 /// repeat the first write).
+///
+/// A call that would have waited makes the whole job count as would-block, even when the job
+/// swallowed that error (a fail-closed policy read, say), unless the job had already committed
+/// its write: then its own result stands.
 pub fn inline<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     struct Reset;
     impl Drop for Reset {
@@ -48,8 +56,14 @@ pub fn inline<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
         }
     }
     INLINE.with(|c| c.set(true));
+    BLOCKED.with(|c| c.set(false));
+    WROTE.with(|c| c.set(false));
     let _reset = Reset;
-    f()
+    let out = f();
+    if BLOCKED.with(|c| c.get()) && !WROTE.with(|c| c.get()) {
+        return Err(would_block());
+    }
+    out
 }
 
 /// Whether `e` is the refusal of a store call in inline mode that would have waited.
@@ -58,6 +72,7 @@ pub fn is_would_block(e: &Error) -> bool {
 }
 
 fn would_block() -> Error {
+    BLOCKED.with(|c| c.set(true));
     Error::new(ErrorCode::Unavailable, WOULD_BLOCK)
 }
 
@@ -216,6 +231,7 @@ impl Store {
             let _ = conn.busy_timeout(BUSY_TIMEOUT);
             return match out {
                 Ok(v) => {
+                    WROTE.with(|c| c.set(true));
                     after(&v);
                     Ok(v)
                 }
@@ -381,6 +397,21 @@ mod tests {
         assert_eq!(en["label"], "one");
         drop(tx);
         drop(held);
+        // a job that swallows the refusal (as a fail-closed policy read does) still counts as
+        // would-block, so its made-up answer never reaches the caller
+        let held_reader = a.reader.as_ref().unwrap().lock().unwrap();
+        let swallowed = std::thread::scope(|sc| {
+            sc.spawn(|| {
+                inline(|| {
+                    let r = a.read(|db| db.session("agent:main:k"));
+                    Ok(if r.is_err() { "deny" } else { "allow" })
+                })
+            })
+            .join()
+            .unwrap()
+        });
+        drop(held_reader);
+        assert!(swallowed.as_ref().is_err_and(is_would_block), "{swallowed:?}");
         // once the lock is free the same call goes through, and waiting calls wait again
         put(&a, "agent:main:k", json!({"label": "three"}));
         assert!(!inline_mode(), "inline mode ends with its call");
