@@ -81,7 +81,10 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         },
         _ => None,
     };
-    // DECISIONS.md #5: at most maxActive running children per requester
+    // DECISIONS.md #5: at most maxActive running children per requester. The check and the
+    // registration below are one step for this store: concurrent spawns wait here, so each one
+    // counts the children registered before it.
+    let _gate = orch.subagents().spawn_gate.lock().await;
     let (o, k) = (orch.clone(), requester_key.clone());
     let active = blocking(move || subagents::running_count(&o, &k)).await?;
     if active >= u64::from(cfg.subagents.max_active) {
@@ -482,6 +485,30 @@ mod tests {
         until("a child ended", || record(&o, &run_id).is_some_and(|r| r.ended_at.is_some())).await;
         until("room again", || subagents::running_count(&o, "agent:main:main").unwrap() < 2).await;
         assert_eq!(spawn(&o, json!({"task": "e"}), main_ctx()).await["status"], "accepted");
+        o.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_spawns_cannot_get_past_max_active() {
+        let host = Arc::new(FakeHost::new(|_| Box::pin(std::future::pending())));
+        let o = open(json!({"agents": {"defaults": {"subagents": {"maxActive": 3}}}}), host.clone()).await;
+        let calls: Vec<_> = (0..12)
+            .map(|i| {
+                let o = o.clone();
+                tokio::spawn(async move { spawn(&o, json!({"task": format!("t{i}")}), main_ctx()).await })
+            })
+            .collect();
+        let mut accepted = 0;
+        for c in calls {
+            let out = c.await.unwrap();
+            if out["status"] == "accepted" {
+                accepted += 1;
+            } else {
+                assert_eq!(out["status"], "forbidden", "{out}");
+            }
+        }
+        assert_eq!(accepted, 3);
+        assert_eq!(subagents::list(&o, Some("agent:main:main")).unwrap().len(), 3);
         o.close().await;
     }
 
