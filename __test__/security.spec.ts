@@ -494,6 +494,26 @@ describe('sub-agents and sessions_spawn (§6.1, §6.9, DECISIONS.md #5)', () => 
     expect((await st.listSubagentRuns('agent:main:main')).length).toBe(accepted.length)
     expect((await allKeys(st)).filter((k) => k.includes(':subagent:')).length).toBe(accepted.length)
   })
+
+  test('given two stores on one file when 20 spawns are fired at once through both then still at most 3 are accepted and run', async () => {
+    const runs: AgentRunRequest[] = []
+    const dir = tmpDir()
+    const options: OpenOptions = {
+      path: path.join(dir, 'sessions.db'),
+      config: { agents: { defaults: { subagents: { maxActive: 3 } } } },
+      runAgent: (req) => (runs.push(req), new Promise(() => {})),
+    }
+    const a = track(await ST.open(options))
+    const b = track(await ST.open(options))
+    const results: any[] = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).sessionsSpawn({ task: `t${i}` }, { agentSessionKey: 'agent:main:main' })))
+    const accepted = results.filter((r) => r.status === 'accepted')
+    expect(accepted.length).toBe(3)
+    for (const r of results.filter((r) => r.status !== 'accepted')) expect(r.error).toMatch(/^Too many active sub-agents \(\d+\); wait for one to finish\.$/)
+    await new Promise((r) => setTimeout(r, 100))
+    expect(runs.length).toBe(3)
+    expect((await a.listSubagentRuns('agent:main:main')).length).toBe(3)
+    expect((await allKeys(a)).filter((k) => k.includes(':subagent:')).length).toBe(3)
+  })
 })
 
 describe('path escapes (DECISIONS.md #8, #9)', () => {
