@@ -628,6 +628,20 @@ describe('path escapes (DECISIONS.md #8, #9)', () => {
       expect(tree(outside), plant).toEqual(before)
     }
   })
+
+  test('given a link planted in the mirror folder when messages are appended then it is not followed and the store still has them', async () => {
+    const parent = tmpDir()
+    const mirror = path.join(parent, 'mirror')
+    fs.mkdirSync(mirror)
+    fs.writeFileSync(path.join(parent, 'victim'), 'untouched')
+    fs.symlinkSync(path.join(parent, 'victim'), path.join(mirror, 'sid-planted.jsonl'))
+    const st = await openMem(null, { mirrorDir: mirror })
+    await st.upsertSession('agent:main:x', { sessionId: 'sid-planted' })
+    const r = await st.appendMessages('agent:main:x', [user('hello')])
+    expect(r.appended).toBe(1)
+    expect(fs.readFileSync(path.join(parent, 'victim'), 'utf8')).toBe('untouched')
+    expect((await st.chatHistory('agent:main:x')).messages.map(textOf)).toEqual(['hello'])
+  })
 })
 
 describe('the chain budget cannot be escaped from inside a run (DECISIONS.md #4)', () => {
