@@ -74,8 +74,16 @@ pub fn message_line(seq: i64, message: &str, now: i64) -> String {
 pub fn append(dir: &Path, session_id: &str, first_seq: i64, messages: &[String], now: i64) -> std::io::Result<()> {
     let Some(file) = file_for(dir, session_id) else { return Ok(()) };
     fs::create_dir_all(dir)?;
+    // Only a regular file of the folder is appended to: a link planted there is never followed
+    // (it could lead anywhere), nor is anything else that is not a file.
+    let existing = match fs::symlink_metadata(&file) {
+        Ok(m) if m.file_type().is_file() => true,
+        Ok(_) => return Err(std::io::Error::other(format!("{} is not a regular file; not written", file.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(e),
+    };
     let mut out = String::new();
-    if !file.exists() {
+    if !existing {
         out.push_str(&header_line(session_id, now));
         out.push('\n');
     }
@@ -158,6 +166,20 @@ mod tests {
         append(&dir, "../escape", 1, &["{}".into()], 0).unwrap();
         assert!(!dir.exists());
         assert!(!dir.parent().unwrap().join("escape.jsonl").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_in_the_folder_is_not_followed() {
+        let dir = tmp();
+        fs::create_dir_all(&dir).unwrap();
+        let victim = dir.with_extension("victim");
+        fs::write(&victim, "untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("s3.jsonl")).unwrap();
+        assert!(append(&dir, "s3", 1, &["{}".into()], 0).is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "untouched");
+        fs::create_dir(dir.join("s4.jsonl")).unwrap();
+        assert!(append(&dir, "s4", 1, &["{}".into()], 0).is_err());
     }
 
     #[test]

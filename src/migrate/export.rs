@@ -50,18 +50,30 @@ fn io_err(path: &Path, e: std::io::Error) -> Error {
 /// Creates `dir` (and its parents) with mode 0700, refusing a symbolic link on the way below
 /// `root`.
 fn make_dir(root: &Path, dir: &Path) -> Result<()> {
+    let outside = || Error::store(format!("cannot export to {}: it leads outside the export folder", dir.display()));
+    let rel = dir.strip_prefix(root).map_err(|_| outside())?;
+    // One level at a time, each checked before the next is made: a link to a folder outside the
+    // export folder is never followed, not even to create an empty folder through it.
     let mut b = fs::DirBuilder::new();
-    b.recursive(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::DirBuilderExt;
         b.mode(0o700);
     }
-    b.create(dir).map_err(|e| io_err(dir, e))?;
-    match fs::canonicalize(dir) {
-        Ok(real) if real.starts_with(root) => Ok(()),
-        _ => Err(Error::store(format!("cannot export to {}: it leads outside the export folder", dir.display()))),
+    let mut cur = root.to_path_buf();
+    for part in rel.components() {
+        cur.push(part);
+        match fs::symlink_metadata(&cur) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => match fs::canonicalize(&cur) {
+                Ok(real) if real.starts_with(root) && real.is_dir() => {}
+                _ => return Err(outside()),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => b.create(&cur).map_err(|e| io_err(&cur, e))?,
+            Err(e) => return Err(io_err(&cur, e)),
+        }
     }
+    Ok(())
 }
 
 /// Opens a file for writing with mode 0600, replacing it; a symbolic link is refused.

@@ -385,3 +385,25 @@ fn a_session_file_inside_the_folder_is_honoured_absolute_or_relative() {
     assert!(msgs["s-a"][0].contains("from the absolute path"));
     assert!(msgs["s-b"][0].contains("from the relative path"));
 }
+
+#[cfg(unix)]
+#[test]
+fn export_makes_no_folder_through_a_link_that_leads_outside() {
+    let outside = tmp("export-outside");
+    let store = Store::open(":memory:").unwrap();
+    let e = json!({"sessionId": "s1", "updatedAt": 1}).as_object().cloned().unwrap();
+    store.write(|db| db.put_session("agent:ops:main", &e)).unwrap();
+    let out = tmp("export-links");
+    fs::create_dir_all(out.join("agents")).unwrap();
+    std::os::unix::fs::symlink(&outside, out.join("agents/ops")).unwrap();
+    let err = export_state_dir(&store, &km(), &out).unwrap_err();
+    assert_eq!(err.code(), crate::error::ErrorCode::StoreError);
+    assert!(err.message().contains("outside the export folder"), "{}", err.message());
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "something was made outside");
+    // a link that stays inside the folder is still fine
+    fs::remove_file(out.join("agents/ops")).unwrap();
+    fs::create_dir_all(out.join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(out.join("elsewhere"), out.join("agents/ops")).unwrap();
+    export_state_dir(&store, &km(), &out).unwrap();
+    assert!(out.join("elsewhere/sessions/sessions.json").is_file());
+}

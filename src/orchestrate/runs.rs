@@ -162,6 +162,25 @@ fn event(kind: &'static str, run_id: &str, session_key: &str, details: Value) ->
     }
 }
 
+/// A cap on the running children of one requester, checked in the same write as the run is
+/// recorded (DECISIONS.md #5), so that concurrent spawns, from any store or process on the file,
+/// cannot all pass it.
+#[derive(Debug, Clone)]
+pub struct ChildCap {
+    pub requester_key: String,
+    pub max_active: u32,
+}
+
+/// Whether a run was started, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    Started(String),
+    /// the chain already holds `chain_limit` runs
+    ChainFull,
+    /// the requester already has this many running children (at least `max_active`)
+    TooManyChildren(u64),
+}
+
 impl Runs {
     /// Starts a run: records it, takes its place in the session's lane, and returns its id at
     /// once; `None` (and nothing recorded) when its chain already holds `spec.chain_limit` runs.
@@ -179,6 +198,32 @@ impl Runs {
         spec: RunSpec,
         idempotency_key: Option<String>,
     ) -> Result<Option<String>> {
+        Ok(match self.start_admitted(engine, host, spec, idempotency_key, None)? {
+            Admission::Started(id) => Some(id),
+            _ => None,
+        })
+    }
+
+    /// As [`Runs::start`], also refused when `cap.requester_key` already has `cap.max_active`
+    /// running children.
+    pub fn start_capped(
+        self: &Arc<Self>,
+        engine: Arc<Engine>,
+        host: Arc<dyn Host>,
+        spec: RunSpec,
+        cap: &ChildCap,
+    ) -> Result<Admission> {
+        self.start_admitted(engine, host, spec, None, Some(cap))
+    }
+
+    fn start_admitted(
+        self: &Arc<Self>,
+        engine: Arc<Engine>,
+        host: Arc<dyn Host>,
+        spec: RunSpec,
+        idempotency_key: Option<String>,
+        cap: Option<&ChildCap>,
+    ) -> Result<Admission> {
         if self.closed.load(AtomicOrdering::SeqCst) {
             return Err(Error::closed());
         }
@@ -194,17 +239,23 @@ impl Runs {
             ended_at: None,
             error: None,
         };
-        let admitted = engine.store().write(|db| {
+        let refused = engine.store().write(|db| {
+            if let Some(cap) = cap {
+                let running = db.running_subagent_count(&cap.requester_key)?;
+                if running >= u64::from(cap.max_active) {
+                    return Ok(Some(Admission::TooManyChildren(running)));
+                }
+            }
             if let Some(limit) = spec.chain_limit {
                 if db.chain_run_count(&spec.options.chain_id)? >= u64::from(limit) {
-                    return Ok(false);
+                    return Ok(Some(Admission::ChainFull));
                 }
             }
             db.insert_run(&record, &self.owner)?;
-            Ok(true)
+            Ok(None)
         })?;
-        if !admitted {
-            return Ok(None);
+        if let Some(refused) = refused {
+            return Ok(refused);
         }
         let (tx, _) = watch::channel(RunSnapshot {
             run_id: run_id.clone(),
@@ -246,7 +297,7 @@ impl Runs {
                 }
             }
         });
-        Ok(Some(run_id))
+        Ok(Admission::Started(run_id))
     }
 
     async fn execute(

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::runs::{Provenance, RunSpec};
+use super::runs::{Admission, ChildCap, Provenance, RunSpec};
 use super::{blocking, prompts, subagents, thinking, Orchestrator};
 use crate::entry::{self, DeliveryContext};
 use crate::error::{Error, Result};
@@ -81,7 +81,10 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         },
         _ => None,
     };
-    // DECISIONS.md #5: at most maxActive running children per requester
+    // DECISIONS.md #5: at most maxActive running children per requester. The check and the
+    // registration below are one step for this store: concurrent spawns wait here, so each one
+    // counts the children registered before it.
+    let _gate = orch.subagents().spawn_gate.lock().await;
     let (o, k) = (orch.clone(), requester_key.clone());
     let active = blocking(move || subagents::running_count(&o, &k)).await?;
     if active >= u64::from(cfg.subagents.max_active) {
@@ -148,15 +151,23 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         options,
         chain_limit: Some(cfg.max_chain_turns),
     };
+    // The maxActive check again, in the same write as the run is recorded: the one above does
+    // not see children another store on this file is spawning at the same moment.
+    let cap = ChildCap { requester_key: requester_key.clone(), max_active: cfg.subagents.max_active };
     let (e, h, r) = (orch.engine().clone(), orch.host().clone(), orch.runs().clone());
-    let Some(run_id) = blocking(move || r.start(e, h, spec)).await? else {
-        // refused by the chain budget: the child entry written above goes again
-        let (e, ck) = (orch.engine().clone(), child_key.clone());
-        let _ = blocking(move || e.delete_session(&Value::from(ck), &json!({"deleteTranscript": true}))).await;
-        return Ok(refusal(
-            "forbidden",
-            format!("Agent-to-agent chain limit reached ({} turns).", cfg.max_chain_turns),
-        ));
+    let refused = match blocking(move || r.start_capped(e, h, spec, &cap)).await? {
+        Admission::Started(run_id) => Ok(run_id),
+        Admission::ChainFull => Err(format!("Agent-to-agent chain limit reached ({} turns).", cfg.max_chain_turns)),
+        Admission::TooManyChildren(n) => Err(format!("Too many active sub-agents ({n}); wait for one to finish.")),
+    };
+    let run_id = match refused {
+        Ok(run_id) => run_id,
+        Err(text) => {
+            // refused: the child entry written above goes again
+            let (e, ck) = (orch.engine().clone(), child_key.clone());
+            let _ = blocking(move || e.delete_session(&Value::from(ck), &json!({"deleteTranscript": true}))).await;
+            return Ok(refusal("forbidden", text));
+        }
     };
     // 14. register
     let now = entry::now_ms();
@@ -483,6 +494,63 @@ mod tests {
         until("room again", || subagents::running_count(&o, "agent:main:main").unwrap() < 2).await;
         assert_eq!(spawn(&o, json!({"task": "e"}), main_ctx()).await["status"], "accepted");
         o.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_spawns_cannot_get_past_max_active() {
+        let host = Arc::new(FakeHost::new(|_| Box::pin(std::future::pending())));
+        let o = open(json!({"agents": {"defaults": {"subagents": {"maxActive": 3}}}}), host.clone()).await;
+        let calls: Vec<_> = (0..12)
+            .map(|i| {
+                let o = o.clone();
+                tokio::spawn(async move { spawn(&o, json!({"task": format!("t{i}")}), main_ctx()).await })
+            })
+            .collect();
+        let mut accepted = 0;
+        for c in calls {
+            let out = c.await.unwrap();
+            if out["status"] == "accepted" {
+                accepted += 1;
+            } else {
+                assert_eq!(out["status"], "forbidden", "{out}");
+            }
+        }
+        assert_eq!(accepted, 3);
+        assert_eq!(subagents::list(&o, Some("agent:main:main")).unwrap().len(), 3);
+        o.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_spawns_from_two_stores_on_one_file_cannot_get_past_max_active() {
+        let path = tmp_db();
+        let config = json!({"agents": {"defaults": {"subagents": {"maxActive": 3}}}});
+        let hosts: Vec<_> = (0..2).map(|_| Arc::new(FakeHost::new(|_| Box::pin(std::future::pending())))).collect();
+        let a = open_at(&path, config.clone(), hosts[0].clone()).await;
+        let b = open_at(&path, config, hosts[1].clone()).await;
+        let calls: Vec<_> = (0..16)
+            .map(|i| {
+                let o = if i % 2 == 0 { a.clone() } else { b.clone() };
+                tokio::spawn(async move { spawn(&o, json!({"task": format!("t{i}")}), main_ctx()).await })
+            })
+            .collect();
+        let mut accepted = 0;
+        for c in calls {
+            let out = c.await.unwrap();
+            if out["status"] == "accepted" {
+                accepted += 1;
+            } else {
+                assert_eq!(out["status"], "forbidden", "{out}");
+                assert!(str_of(&out, "error").starts_with("Too many active sub-agents ("), "{out}");
+            }
+        }
+        assert_eq!(accepted, 3);
+        assert_eq!(hosts.iter().map(|h| h.requests().len()).sum::<usize>(), 3);
+        assert_eq!(subagents::list(&a, Some("agent:main:main")).unwrap().len(), 3);
+        // every refused spawn took its child entry away again
+        let children = a.engine().list_sessions(&json!({"spawnedBy": "agent:main:main"})).unwrap();
+        assert_eq!(children["count"], 3, "{children}");
+        a.close().await;
+        b.close().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

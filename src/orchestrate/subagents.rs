@@ -54,6 +54,9 @@ pub struct Registry {
     announce_runs: Mutex<HashMap<String, String>>,
     /// requester canonical key → its announce queue (§6.8)
     queues: Mutex<HashMap<String, AnnounceQueue>>,
+    /// held by a spawn from its `maxActive` check until its run is registered, so that
+    /// concurrent spawns cannot all pass the check before any of them is counted
+    pub(crate) spawn_gate: tokio::sync::Mutex<()>,
 }
 
 impl Default for Registry {
@@ -64,6 +67,7 @@ impl Default for Registry {
             sweeper_started: AtomicBool::new(false),
             announce_runs: Mutex::new(HashMap::new()),
             queues: Mutex::new(HashMap::new()),
+            spawn_gate: tokio::sync::Mutex::new(()),
         }
     }
 }

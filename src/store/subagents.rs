@@ -178,11 +178,17 @@ impl Db<'_> {
         Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
     }
 
-    /// How many children of a requester are still running.
+    /// How many children of a requester are still running: registered ones whose run has not
+    /// ended, and ones whose run has started (in any process) but which are not registered yet.
     pub fn running_subagent_count(&self, requester_key: &str) -> Result<u64> {
         let mut st = self
             .conn
-            .prepare_cached("SELECT count(*) FROM subagent_runs WHERE requester_key = ?1 AND ended = 0")
+            .prepare_cached(concat!(
+                "SELECT count(*) FROM (",
+                "SELECT child_key FROM subagent_runs WHERE requester_key = ?1 AND ended = 0 ",
+                "UNION SELECT r.session_key FROM runs r JOIN sessions s ON s.key = r.session_key ",
+                "WHERE r.status = 'running' AND r.lane = 'subagent' AND s.spawned_by = ?1)"
+            ))
             .map_err(sql)?;
         st.query_row([requester_key], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
     }
