@@ -220,3 +220,89 @@ proptest! {
         prop_assert!(e.store().read(|db| db.integrity_ok()).unwrap());
     }
 }
+
+/// JSON5 text built from a value, with the quirks the gateway's files carry: comments, trailing
+/// commas, single quotes, unquoted keys, extra blank space.
+fn json5_text(v: &Value, quirk: u8) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| {
+                    let ident = !k.is_empty()
+                        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && !k.starts_with(|c: char| c.is_ascii_digit());
+                    let key = if ident && quirk & 1 == 1 { k.clone() } else { Value::from(k.clone()).to_string() };
+                    format!("{key}: {}", json5_text(v, quirk))
+                })
+                .collect();
+            if quirk & 2 == 2 && !parts.is_empty() {
+                parts.push(String::new()); // a trailing comma
+            }
+            let sep = if quirk & 4 == 4 { ",\n  // a comment\n  " } else { ", " };
+            format!("{{{}}}", parts.join(sep).trim_end_matches(' ').to_owned())
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(|v| json5_text(v, quirk)).collect::<Vec<_>>().join(", ")),
+        Value::String(s) if quirk & 8 == 8 && !s.contains(['\'', '\\']) && !s.chars().any(char::is_control) => {
+            format!("'{s}'")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The same JSON value, numbers compared by value (JSON5 may read `5` back as `5.0`).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The JSON5 reader reads what JSON5 writers write (the same value back), and any text at
+    /// all is read or refused with a reason, never a panic.
+    #[test]
+    fn json5_reads_back_what_json5_writes_and_refuses_the_rest(v in json_value(), quirk in 0u8..16, junk in any::<String>()) {
+        let text = json5_text(&v, quirk);
+        match crate::migrate::json5::parse(&text) {
+            Ok(back) => prop_assert!(same(&back, &v), "read back differently:\n{text}\n{back}"),
+            Err(e) => prop_assert!(false, "valid JSON5 refused: {e}\n{text}"),
+        }
+        if let Err(e) = crate::migrate::json5::parse(&junk) {
+            prop_assert!(!e.is_empty());
+        }
+        let _ = crate::migrate::json5::parse(&format!("{{a: {junk}"));
+        let _ = crate::migrate::json5::parse(&"[".repeat(2000));
+    }
+
+    /// The transcript reader takes any bytes: every line is a message, ignored, or a bad line
+    /// with its 1-based number; message lines keep their order.
+    #[test]
+    fn transcripts_of_any_bytes_are_read_line_by_line(
+        lines in prop::collection::vec(prop_oneof![
+            json_value().prop_map(|v| json!({"type": "message", "message": v}).to_string()),
+            json_value().prop_map(|v| v.to_string()),
+            any::<String>(),
+            prop::collection::vec(any::<u8>(), 0..40).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+        ], 0..30),
+        raw in prop::collection::vec(any::<u8>(), 0..400),
+    ) {
+        let text = lines.join("\n");
+        let t = crate::migrate::jsonl::read(text.as_bytes());
+        let count = text.split('\n').count();
+        for (line, reason) in &t.bad_lines {
+            prop_assert!(*line >= 1 && *line <= count);
+            prop_assert!(!reason.is_empty());
+        }
+        for (_, json) in &t.messages {
+            prop_assert!(serde_json::from_str::<Value>(json).is_ok());
+        }
+        let _ = crate::migrate::jsonl::read(&raw);
+    }
+}
