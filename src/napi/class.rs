@@ -250,7 +250,6 @@ impl SessionTools {
     /// store) with the gateway's `options.config`.
     #[napi(ts_args_type = "options: OpenOptions", ts_return_type = "Promise<SessionTools>")]
     pub fn open<'env>(env: &'env Env, options: Option<Unknown<'env>>) -> napi::Result<PromiseRaw<'env, SessionTools>> {
-        crate::tune_allocator();
         let opts = read_open_options(env, options);
         env.spawn_future_with_callback(
             async move {
