@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 
 import type { AgentRunRequest, AgentRunResult, OpenOptions, SessionToolsEvent } from '../index.js'
-import { INDEX_JS, SessionTools, expectReject, openFile, openMem, track } from './helpers'
+import { INDEX_JS, SessionTools, expectReject, openFile, openMem, track, until } from './helpers'
 
 const TARGET = 'agent:main:target'
 const CTX = { agentSessionKey: 'agent:main:main' }
@@ -18,15 +18,6 @@ async function sendWith(runAgent: OpenOptions['runAgent'], timeoutSeconds = 5, e
   return { st, result }
 }
 
-async function until<T>(f: () => Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const v = await f()
-    if (v) return v as T
-    if (Date.now() > end) throw new Error('condition not reached in time')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
 
 describe('runAgent failure matrix: every failure ends the run with status error, never the process', () => {
   it('given a callback that throws synchronously when a send waits then the result is error with its message', async () => {

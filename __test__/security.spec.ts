@@ -9,17 +9,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import type { AgentRunRequest, DeliveryRequest, GatewayConfig, OpenOptions, SessionTools, SessionToolsEvent, ToolContext } from '../index.js'
-import { assistant, openFile, openMem, SessionTools as ST, textOf, tmpDir, track, user } from './helpers'
+import { assistant, openFile, openMem, SessionTools as ST, textOf, tmpDir, track, until, user } from './helpers'
 
-async function until<T>(f: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const v = await f()
-    if (v) return v as T
-    if (Date.now() > end) throw new Error('condition not reached in time')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
 
 /** A host that records every run, delivery and event; runs answer at once. */
 function recordingHost(reply = 'ok') {

@@ -6,20 +6,11 @@
 import { describe, expect, it } from 'vitest'
 
 import type { AgentRunRequest, DeliveryRequest, SessionToolsEvent } from '../index.js'
-import { openMem } from './helpers'
+import { openMem, until } from './helpers'
 
 const REQ = 'agent:main:discord:group:req'
 const DEV = 'agent:main:discord:group:dev'
 
-async function until<T>(f: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const v = await f()
-    if (v) return v as T
-    if (Date.now() > end) throw new Error('condition not reached in time')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
 
 /** A scripted pair of agents: the target answers, the requester answers once, then skips. */
 function scripted(requests: AgentRunRequest[], script: Record<string, string[]>) {
