@@ -1,5 +1,5 @@
 // The fast part of the reliability run (issue 6; `npm run soak` is the long one): workers
-// SIGKILLed at random points mid-append, mid-run and mid-announce, the file checked after each
+// SIGKILLed at random points mid-append, mid-run, mid-announce and mid-import, the file checked after each
 // kill (PRAGMA integrity_check, every acknowledged write present, transcripts in sequence, no
 // duplicate rows) and reopened (every run ends, every announce settles, once per key); then
 // 4 processes × 2 stores writing one file at once, readers alongside: no error reaches a caller,

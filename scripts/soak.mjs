@@ -1,6 +1,6 @@
 // `npm run soak [-- --iterations 200 --seconds 30 --cases 20000]`: the long reliability run of
-// issue 6. A crash loop (workers SIGKILLed at random points mid-append, mid-run, mid-announce,
-// then the file checked and reopened), 4 processes × 2 stores contending for one file, and the
+// issue 6. A crash loop (workers SIGKILLed at random points mid-append, mid-run, mid-announce and
+// mid-import, then the file checked and reopened), 4 processes × 2 stores contending for one file, and the
 // property tests with many cases. Prints a summary table; exits 1 on any invariant violation.
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'

@@ -4,6 +4,7 @@
 // file afterwards with better-sqlite3 (PRAGMA integrity_check, the rows themselves) and reopens
 // it with the addon, so recovery is exercised too. Returns counts and the invariant violations.
 import { spawn, spawnSync } from 'node:child_process'
+import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -92,15 +93,36 @@ async function reopenAndSettle(db, seen) {
   return settled
 }
 
-/** SIGKILLs `iterations` workers at random points, checking the file after each. */
+/** A gateway state folder of `sessions` sessions with `messages` messages each. */
+function stateFolder(dir, sessions, messages) {
+  const root = path.join(dir, 'state')
+  const store = {}
+  fs.mkdirSync(path.join(root, 'agents/main/sessions'), { recursive: true })
+  for (let i = 0; i < sessions; i++) {
+    store[`agent:main:imported-${i}`] = { sessionId: `imp-${i}`, updatedAt: 1_000 + i }
+    const lines = [JSON.stringify({ type: 'session', version: 3, id: `imp-${i}` })]
+    for (let j = 0; j < messages; j++) lines.push(JSON.stringify({ type: 'message', id: `${i}-${j}`, message: { role: j % 2 ? 'assistant' : 'user', content: `i${i}.${j}` } }))
+    fs.writeFileSync(path.join(root, `agents/main/sessions/imp-${i}.jsonl`), lines.join('\n') + '\n')
+  }
+  fs.writeFileSync(path.join(root, 'agents/main/sessions/sessions.json'), JSON.stringify(store, null, 2))
+  return root
+}
+
+/** SIGKILLs `iterations` workers at random points, checking the file after each. Every fourth
+ * worker is importing a state folder when it is killed (the others append, upsert, send and
+ * spawn); at the end the folder is imported once more and must hold exactly what it should. */
 export async function crashLoop({ db, iterations, log = () => {} }) {
+  const IMPORT_SESSIONS = 300
+  const IMPORT_MESSAGES = 40
+  const stateDir = stateFolder(path.dirname(db), IMPORT_SESSIONS, IMPORT_MESSAGES)
   const violations = []
   const announceKeys = []
   let kills = 0
   let acked = 0
   for (let i = 0; i < iterations; i++) {
     const killAfter = 40 + Math.floor(Math.random() * 360)
-    const r = await runWorker({ ST_DB: db, SOAK_MODE: 'crash', SOAK_ID: String(i) }, killAfter)
+    const mode = i % 4 === 3 ? 'import' : 'crash'
+    const r = await runWorker({ ST_DB: db, SOAK_MODE: mode, SOAK_ID: String(i), SOAK_STATE_DIR: stateDir }, killAfter)
     if (r.killed) kills++
     const a = acksOf(r.lines)
     for (const e of a.errors) violations.push(`iteration ${i}: ${e}`)
@@ -128,7 +150,25 @@ export async function crashLoop({ db, iterations, log = () => {} }) {
     if (i % 5 === 4 || i === iterations - 1) {
       if (!(await reopenAndSettle(db, announceKeys))) violations.push(`iteration ${i}: runs or announces did not settle after reopening`)
     }
-    log(`crash ${i + 1}/${iterations}: killed after ${killAfter} ms, ${a.msgs.size ? [...a.msgs.values()][0].length : 0} messages acknowledged`)
+    log(`crash ${i + 1}/${iterations} (${mode}): killed after ${killAfter} ms, ${a.msgs.size ? [...a.msgs.values()][0].length : 0} messages acknowledged`)
+  }
+  // the interrupted imports left whole sessions and whole transcripts or nothing: one more
+  // import completes the folder, and the store then holds it exactly once
+  {
+    const { SessionTools } = require(INDEX)
+    const st = await SessionTools.open({ path: db })
+    await st.importStateDir(stateDir)
+    const again = await st.importStateDir(stateDir)
+    if (again.sessions || again.messages) violations.push(`a repeated import added ${again.sessions} sessions, ${again.messages} messages`)
+    for (const i of [0, IMPORT_SESSIONS >> 1, IMPORT_SESSIONS - 1]) {
+      const h = await st.chatHistory(`agent:main:imported-${i}`, { limit: 1000 })
+      const texts = h.messages.map((m) => m.content)
+      const want = Array.from({ length: IMPORT_MESSAGES }, (_, j) => `i${i}.${j}`)
+      if (JSON.stringify(texts) !== JSON.stringify(want)) violations.push(`imported transcript ${i} holds ${texts.length} messages, not its ${IMPORT_MESSAGES} in order`)
+    }
+    const n = (await st.listSessions({ search: 'imported-', limit: 1000 })).count
+    if (n !== IMPORT_SESSIONS) violations.push(`${n} imported sessions, not ${IMPORT_SESSIONS}`)
+    await st.close()
   }
   const end = inspect(db, {
     scalars: {

@@ -5,6 +5,7 @@
 //   ACK upsert <key> <value>      an upsertSession that resolved
 //   ACK send <runId>              a sessionsSend that was accepted
 //   ACK spawn <runId>             a sessionsSpawn that was accepted
+//   ACK import <json>             an importStateDir that resolved (mode import)
 //   ERR <code> <message>          any rejection (an invariant violation in these workloads)
 const { SessionTools } = require(process.env.ST_INDEX)
 
@@ -81,6 +82,11 @@ async function contentionWork(stores) {
 
 ;(async () => {
   try {
+    if (mode === 'import') {
+      // killed mid-import by the parent; the import itself is one of the kill points
+      const st = await open()
+      for (;;) out(`ACK import ${JSON.stringify(await st.importStateDir(process.env.SOAK_STATE_DIR))}`)
+    }
     if (mode === 'crash') await crashWork(await open())
     else await contentionWork([await open(), await open()])
   } catch (e) {
