@@ -35,6 +35,18 @@ fn spawn<'env>(
     engine: Option<Arc<Engine>>,
     job: CoreResult<Job>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    spawn_text(env, engine, job.map(|j| -> TextJob { Box::new(move |e: &Engine| to_text(&j(e)?)) }))
+}
+
+/// A job answering JSON text.
+type TextJob = Box<dyn FnOnce(&Engine) -> CoreResult<String> + Send + 'static>;
+
+/// Runs a job on a worker; the promise settles on the JS thread.
+fn spawn_text<'env>(
+    env: &'env Env,
+    engine: Option<Arc<Engine>>,
+    job: CoreResult<TextJob>,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
     env.spawn_future_with_callback(
         async move {
             let work = move || -> CoreResult<String> {
@@ -43,18 +55,12 @@ fn spawn<'env>(
                 if engine.store().is_closed() {
                     return Err(CoreError::closed());
                 }
-                let v = job(&engine)?;
-                serde_json::to_string(&v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
+                job(&engine)
             };
             // The job is short SQL: run it on this worker (tokio moves its other tasks away while
             // it blocks) rather than handing it to a blocking thread and back. A panic is caught.
             let out = tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
-            Ok(out.unwrap_or_else(|_| {
-                Err(CoreError::new(
-                    ErrorCode::StoreError,
-                    "internal error: the operation failed unexpectedly (a bug; please report it)",
-                ))
-            }))
+            Ok(out.unwrap_or_else(|_| Err(internal_error())))
         },
         |env, r: CoreResult<String>| match r {
             Ok(text) => from_json_text(env, &text),
@@ -69,6 +75,12 @@ fn rejected<'env>(env: &'env Env, e: CoreError) -> napi::Result<PromiseRaw<'env,
 
 /// A store job that may run inline (bounded work, at most one write).
 type FastJob = Arc<dyn Fn(&Engine) -> CoreResult<Value> + Send + Sync + 'static>;
+/// The same, answering JSON text.
+type FastTextJob = Arc<dyn Fn(&Engine) -> CoreResult<String> + Send + Sync + 'static>;
+
+fn to_text(v: &Value) -> CoreResult<String> {
+    serde_json::to_string(v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
+}
 
 /// A rejection made on the JS thread (an `Error` with `code`).
 fn rejected_now<'env>(env: &'env Env, e: &CoreError) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
@@ -86,6 +98,14 @@ fn spawn_fast<'env>(
     engine: &Arc<Engine>,
     job: CoreResult<FastJob>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    spawn_fast_text(env, engine, job.map(|j| -> FastTextJob { Arc::new(move |e: &Engine| to_text(&j(e)?)) }))
+}
+
+fn spawn_fast_text<'env>(
+    env: &'env Env,
+    engine: &Arc<Engine>,
+    job: CoreResult<FastTextJob>,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
     let job = match job {
         Ok(j) => j,
         Err(e) => return rejected_now(env, &e),
@@ -94,23 +114,18 @@ fn spawn_fast<'env>(
         return rejected_now(env, &CoreError::closed());
     }
     if !take_inline_turn(env) {
-        let later: Job = Box::new(move |e: &Engine| job(e));
-        return spawn(env, Some(engine.clone()), Ok(later));
+        let later: TextJob = Box::new(move |e: &Engine| job(e));
+        return spawn_text(env, Some(engine.clone()), Ok(later));
     }
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(engine))));
     match out {
         Ok(Err(e)) if crate::store::is_would_block(&e) => {}
-        Ok(Ok(v)) => {
-            return match serde_json::to_string(&v) {
-                Ok(text) => PromiseRaw::resolve(env, from_json_text(env, &text)?),
-                Err(e) => rejected_now(env, &CoreError::store(format!("cannot encode the result: {e}"))),
-            }
-        }
+        Ok(Ok(text)) => return PromiseRaw::resolve(env, from_json_text(env, &text)?),
         Ok(Err(e)) => return rejected_now(env, &e),
         Err(_) => return rejected_now(env, &internal_error()),
     }
-    let later: Job = Box::new(move |e: &Engine| job(e));
-    spawn(env, Some(engine.clone()), Ok(later))
+    let later: TextJob = Box::new(move |e: &Engine| job(e));
+    spawn_text(env, Some(engine.clone()), Ok(later))
 }
 
 thread_local! {
@@ -773,8 +788,16 @@ fn tool_promise<'env>(
         return spawn_async(env, Ok(async move { orch.tool(&name, params, ctx, wrap).await }));
     }
     if inline_tool(&name, &params) {
+        if !wrap {
+            let job: FastTextJob = Arc::new(move |e: &Engine| tools::run_text(e, &name, &params, &ctx));
+            return spawn_fast_text(env, orch.engine(), Ok(job));
+        }
         let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap));
         return spawn_fast(env, orch.engine(), Ok(job));
+    }
+    if !wrap {
+        let job: TextJob = Box::new(move |e: &Engine| tools::run_text(e, &name, &params, &ctx));
+        return spawn_text(env, Some(orch.engine().clone()), Ok(job));
     }
     let job: Job = Box::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap));
     spawn(env, Some(orch.engine().clone()), Ok(job))

@@ -2,7 +2,7 @@
 //! may see, newest first. Kind and cross-agent filters apply before the limit, so a listing
 //! returns up to `limit` matching rows.
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use super::{read_number, read_string_list, Requester, ToolContext};
 use crate::config::Config;
@@ -24,7 +24,15 @@ fn floor_at_least_one(v: f64) -> u64 {
     v.floor().max(1.0).min(u32::MAX as f64) as u64
 }
 
+/// `sessions_list` as a value (for the tool envelope and the orchestrator).
 pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
+    let Listing(text) = run_text(engine, args, ctx)?;
+    serde_json::from_str(&text).map_err(|e| crate::error::Error::store(format!("cannot read the listing back: {e}")))
+}
+
+/// `sessions_list` as JSON text, built straight from the stored entries: what the napi skin
+/// hands to JS without a `serde_json::Value` in between.
+pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Listing> {
     let cfg = engine.config();
     let km = cfg.key_model();
     let requester = Requester::of(&cfg, ctx)?;
@@ -93,67 +101,129 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
         }
         Ok(out)
     })?;
-    let sessions: Vec<Value> =
-        rows.into_iter().map(|(r, messages)| row(engine, &cfg, &r, &requester, messages)).collect();
-    Ok(json!({"count": sessions.len(), "sessions": sessions}))
+    let dcs: Vec<entry::DeliveryContext> = rows.iter().map(|(r, _)| entry::delivery_context(&r.entry)).collect();
+    let out: Vec<Row<'_>> = rows
+        .iter()
+        .zip(&dcs)
+        .map(|((r, messages), dc)| row(engine, &cfg, r, dc, &requester, messages.as_deref()))
+        .collect();
+    render(&out)
 }
 
-/// One output row (§3.1), keys in the reference's order; only values of the expected JSON type.
-fn row(engine: &Engine, cfg: &Config, r: &ListedRow, requester: &Requester, messages: Option<Vec<Value>>) -> Value {
+/// The tool's answer, `{count, sessions}`, as JSON text.
+fn render(rows: &[Row<'_>]) -> Result<Listing> {
+    #[derive(serde::Serialize)]
+    struct Answer<'r, 'a> {
+        count: usize,
+        sessions: &'r [Row<'a>],
+    }
+    serde_json::to_string(&Answer { count: rows.len(), sessions: rows })
+        .map(Listing)
+        .map_err(|e| crate::error::Error::store(format!("cannot encode the listing: {e}")))
+}
+
+/// `sessions_list`'s answer as JSON text; [`run`] parses it back for callers that need a value.
+pub struct Listing(pub String);
+
+/// `deliveryContext` of a row: only the parts that are set.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RowDelivery<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    channel: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    account_id: Option<&'a str>,
+}
+
+/// One output row (§3.1): the fields in the reference's order, absent ones left out, only values
+/// of the expected JSON type. Serialized straight to JSON text for the caller (no map is built).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row<'a> {
+    key: String,
+    kind: &'static str,
+    channel: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivery_context: Option<RowDelivery<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_at: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_tokens: Option<&'a Value>,
+    /// the gateway row's total: the stored one, else input + output (§2.7)
+    total_tokens: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_level: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verbose_level: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_sent: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aborted_last_run: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    send_policy: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_channel: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_to: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_account_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transcript_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages: Option<&'a [Value]>,
+}
+
+fn row<'a>(
+    engine: &Engine,
+    cfg: &Config,
+    r: &'a ListedRow,
+    dc: &'a entry::DeliveryContext,
+    requester: &Requester,
+    messages: Option<&'a [Value]>,
+) -> Row<'a> {
     let km = cfg.key_model();
     let e = &r.entry;
     let group = matches!(entry::str_field(e, "chatType").map(str::trim), Some("group") | Some("channel"));
     let kind = km.classify_kind(&r.key, group);
-    let mut m = Map::new();
-    m.insert("key".into(), Value::from(km.display(&r.key, &requester.agent)));
-    m.insert("kind".into(), Value::from(kind.as_str()));
     let channel = km.derive_channel(&r.key, kind, entry::str_field(e, "channel"), entry::str_field(e, "lastChannel"));
-    m.insert("channel".into(), Value::from(channel));
-    let s = |m: &mut Map<String, Value>, out: &str, v: Option<String>| {
-        if let Some(v) = v {
-            m.insert(out.into(), Value::from(v));
-        }
-    };
-    s(&mut m, "label", entry::str_field(e, "label").map(str::to_owned));
-    s(&mut m, "displayName", entry::display_name(&r.key, e));
-    let dc = entry::delivery_context(e);
-    if dc.channel.is_some() || dc.to.is_some() || dc.account_id.is_some() {
-        let mut d = Map::new();
-        for (k, v) in [("channel", &dc.channel), ("to", &dc.to), ("accountId", &dc.account_id)] {
-            if let Some(v) = v {
-                d.insert(k.into(), Value::from(v.clone()));
-            }
-        }
-        m.insert("deliveryContext".into(), Value::Object(d));
+    let any_dc = dc.channel.is_some() || dc.to.is_some() || dc.account_id.is_some();
+    let number = |f: &str| e.get(f).filter(|v| v.is_number());
+    let boolean = |f: &str| e.get(f).filter(|v| v.is_boolean());
+    Row {
+        key: km.display(&r.key, &requester.agent),
+        kind: kind.as_str(),
+        channel,
+        label: entry::str_field(e, "label"),
+        display_name: entry::display_name(&r.key, e),
+        delivery_context: any_dc.then(|| RowDelivery {
+            channel: dc.channel.as_deref(),
+            to: dc.to.as_deref(),
+            account_id: dc.account_id.as_deref(),
+        }),
+        updated_at: number("updatedAt"),
+        session_id: entry::str_field(e, "sessionId"),
+        model: entry::str_field(e, "model"),
+        context_tokens: number("contextTokens"),
+        total_tokens: entry::total_tokens(e),
+        thinking_level: entry::str_field(e, "thinkingLevel"),
+        verbose_level: entry::str_field(e, "verboseLevel"),
+        system_sent: boolean("systemSent"),
+        aborted_last_run: boolean("abortedLastRun"),
+        send_policy: entry::str_field(e, "sendPolicy"),
+        last_channel: dc.channel.as_deref().or_else(|| entry::str_field(e, "lastChannel")),
+        last_to: dc.to.as_deref().or_else(|| entry::str_field(e, "lastTo")),
+        last_account_id: dc.account_id.as_deref().or_else(|| entry::str_field(e, "lastAccountId")),
+        transcript_path: engine.transcript_path(e),
+        messages,
     }
-    if let Some(u) = e.get("updatedAt").filter(|v| v.is_number()) {
-        m.insert("updatedAt".into(), u.clone());
-    }
-    s(&mut m, "sessionId", entry::str_field(e, "sessionId").map(str::to_owned));
-    s(&mut m, "model", entry::str_field(e, "model").map(str::to_owned));
-    if let Some(v) = e.get("contextTokens").filter(|v| v.is_number()) {
-        m.insert("contextTokens".into(), v.clone());
-    }
-    // the gateway row's total: the stored one, else input + output (§2.7)
-    m.insert("totalTokens".into(), entry::total_tokens(e));
-    s(&mut m, "thinkingLevel", entry::str_field(e, "thinkingLevel").map(str::to_owned));
-    s(&mut m, "verboseLevel", entry::str_field(e, "verboseLevel").map(str::to_owned));
-    for f in ["systemSent", "abortedLastRun"] {
-        if let Some(v) = e.get(f).filter(|v| v.is_boolean()) {
-            m.insert(f.into(), v.clone());
-        }
-    }
-    s(&mut m, "sendPolicy", entry::str_field(e, "sendPolicy").map(str::to_owned));
-    s(&mut m, "lastChannel", dc.channel.clone().or_else(|| entry::str_field(e, "lastChannel").map(str::to_owned)));
-    s(&mut m, "lastTo", dc.to.clone().or_else(|| entry::str_field(e, "lastTo").map(str::to_owned)));
-    s(
-        &mut m,
-        "lastAccountId",
-        dc.account_id.clone().or_else(|| entry::str_field(e, "lastAccountId").map(str::to_owned)),
-    );
-    s(&mut m, "transcriptPath", engine.transcript_path(e));
-    if let Some(msgs) = messages {
-        m.insert("messages".into(), Value::Array(msgs));
-    }
-    Value::Object(m)
 }

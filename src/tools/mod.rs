@@ -220,6 +220,23 @@ pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
     ]
 }
 
+/// As [`run`] for a caller that wants the payload as JSON text (`wrap` false): `sessions_list`
+/// builds its rows straight into text; the other tools serialize their value.
+pub fn run_text(engine: &crate::engine::Engine, name: &str, params: &Value, ctx: &Value) -> Result<String> {
+    if name == "sessions_list" {
+        let c = ToolContext::from_json(ctx)?;
+        match list::run_text(engine, params, &c) {
+            Ok(list::Listing(text)) => return Ok(text),
+            Err(e) if matches!(e.code(), crate::error::ErrorCode::Closed | crate::error::ErrorCode::StoreError) => {
+                return Err(e)
+            }
+            Err(e) => return Ok(thrown(name, e.message()).to_string()),
+        }
+    }
+    let v = run(engine, name, params, ctx, false)?;
+    serde_json::to_string(&v).map_err(|e| Error::store(format!("cannot encode the result: {e}")))
+}
+
 /// Runs a tool by name for a caller whose context arrives as JSON; `wrap` gives the
 /// `{content, details}` envelope. The store's own failures (`CLOSED`, `STORE_ERROR`) are errors;
 /// anything else a tool refuses or throws is a payload.
