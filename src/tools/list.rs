@@ -205,7 +205,7 @@ fn row<'a>(
         channel,
         label: entry::str_field(e, "label"),
         display_name: entry::display_name(&r.key, e),
-        delivery_context: any_dc.then(|| RowDelivery {
+        delivery_context: any_dc.then_some(RowDelivery {
             channel: dc.channel.as_deref(),
             to: dc.to.as_deref(),
             account_id: dc.account_id.as_deref(),
