@@ -382,18 +382,7 @@ impl SessionTools {
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let args = to_json(env, run_id, "runId").and_then(|r| Ok((r, to_json(env, options, "options")?)));
         let orch = self.orch.clone();
-        spawn_async(
-            env,
-            args.and_then(|(r, o)| {
-                let (run_id, timeout_ms) = read_wait_args(&r, &o)?;
-                Ok(async move {
-                    if orch.engine().store().is_closed() {
-                        return Err(CoreError::closed());
-                    }
-                    orch.wait_run(&run_id, timeout_ms).await
-                })
-            }),
-        )
+        spawn_async(env, args.map(|(r, o)| async move { orch.wait_run_json(&r, &o).await }))
     }
 
     /// The sub-agent runs, all or those of one requester session.
@@ -488,26 +477,9 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        // After the delete, the children of the deleted session that are still running are
-        // stopped (DECISIONS.md: `stopped: requester session deleted`, not announced).
         let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, options, "options")?)));
         let orch = self.orch.clone();
-        spawn_async(
-            env,
-            args.map(|(k, o)| async move {
-                if orch.engine().store().is_closed() {
-                    return Err(CoreError::closed());
-                }
-                let (e, k2) = (orch.engine().clone(), k.clone());
-                let out = crate::orchestrate::blocking(move || e.delete_session(&k2, &o)).await?;
-                if out.get("deleted") == Some(&Value::Bool(true)) {
-                    if let Some(key) = out.get("key").and_then(Value::as_str) {
-                        crate::orchestrate::subagents::on_session_deleted(&orch, key).await?;
-                    }
-                }
-                Ok(out)
-            }),
-        )
+        spawn_async(env, args.map(|(k, o)| async move { orch.delete_session(k, o).await }))
     }
 
     #[napi(ts_args_type = "key: string", ts_return_type = "Promise<{ ok: true; key: string; entry: SessionEntry }>")]
@@ -818,25 +790,4 @@ fn inline_tool(name: &str, params: &Value) -> bool {
         }
         _ => false,
     }
-}
-
-/// `waitRun` arguments: a non-empty run id, `timeoutMs` a number ≥ 0 (floored; default 30 000).
-fn read_wait_args(run_id: &Value, options: &Value) -> CoreResult<(String, u64)> {
-    let bad = |m: &str| CoreError::invalid_request(format!("invalid waitRun params: {m}"));
-    let run_id = match run_id {
-        Value::String(s) if !s.trim().is_empty() => s.trim().to_owned(),
-        _ => return Err(bad("runId must be a non-empty string")),
-    };
-    let timeout = match options {
-        Value::Null => None,
-        Value::Object(o) => match o.get("timeoutMs") {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_f64() {
-                Some(f) if f.is_finite() && f >= 0.0 => Some(f.floor().min(2_147_483_647.0) as u64),
-                _ => return Err(bad("timeoutMs must be a number >= 0")),
-            },
-        },
-        _ => return Err(bad("options must be an object")),
-    };
-    Ok((run_id, timeout.unwrap_or(30_000)))
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+use super::blocking;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::{Error, Result};
@@ -65,10 +66,6 @@ pub struct Outbox {
     wake: Notify,
     closed: AtomicBool,
     dispatcher: OnceLock<Weak<dyn Dispatcher>>,
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| Err(Error::store("internal error: a store task failed")))
 }
 
 impl Outbox {

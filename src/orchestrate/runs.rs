@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, watch};
 
+use super::blocking;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::{Error, Result};
@@ -146,10 +147,6 @@ impl Default for Runs {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|_| Err(Error::store("internal error: a store task failed")))
 }
 
 fn event(kind: &'static str, run_id: &str, session_key: &str, details: Value) -> Event {

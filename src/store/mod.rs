@@ -270,7 +270,7 @@ impl Store {
             let _ = conn.busy_timeout(Duration::ZERO);
         }
         let out = (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred).map_err(sql)?;
             let out = f(&Db::new(&tx));
             // A read transaction has nothing to commit; ending it releases the snapshot.
             let _ = tx.rollback();
@@ -278,15 +278,6 @@ impl Store {
         })();
         if inline {
             let _ = conn.busy_timeout(BUSY_TIMEOUT);
-            // a read that met a lock (WAL recovery by another process) goes to the worker
-            if let Err(e) = &out {
-                let m = e.message();
-                if e.code() == ErrorCode::StoreError
-                    && (m.contains("database is locked") || m.contains("database is busy"))
-                {
-                    return Err(would_block());
-                }
-            }
         }
         out
     }
@@ -341,6 +332,11 @@ pub enum Fault {
 }
 
 pub(crate) fn sql(e: rusqlite::Error) -> Error {
+    // In inline mode a lock met anywhere (a read during another process's WAL recovery, say)
+    // sends the job to the worker instead of failing it.
+    if inline_mode() && is_busy(&e) {
+        return would_block();
+    }
     Error::store(format!("sqlite: {e}"))
 }
 

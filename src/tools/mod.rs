@@ -225,13 +225,10 @@ pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
 pub fn run_text(engine: &crate::engine::Engine, name: &str, params: &Value, ctx: &Value) -> Result<String> {
     if name == "sessions_list" {
         let c = ToolContext::from_json(ctx)?;
-        match list::run_text(engine, params, &c) {
-            Ok(list::Listing(text)) => return Ok(text),
-            Err(e) if matches!(e.code(), crate::error::ErrorCode::Closed | crate::error::ErrorCode::StoreError) => {
-                return Err(e)
-            }
-            Err(e) => return Ok(thrown(name, e.message()).to_string()),
-        }
+        return match list::run_text(engine, params, &c) {
+            Ok(list::Listing(text)) => Ok(text),
+            Err(e) => payload_or_error(name, Err(e)).map(|v| v.to_string()),
+        };
     }
     let v = run(engine, name, params, ctx, false)?;
     serde_json::to_string(&v).map_err(|e| Error::store(format!("cannot encode the result: {e}")))
@@ -248,14 +245,19 @@ pub fn run(engine: &crate::engine::Engine, name: &str, params: &Value, ctx: &Val
         "agents_list" => agents::run(&engine.config(), &ctx),
         other => return Err(Error::invalid_request(format!("unknown tool: {}", crate::error::clip(other)))),
     };
-    let details = match details {
-        Ok(d) => d,
-        Err(e) if matches!(e.code(), crate::error::ErrorCode::Closed | crate::error::ErrorCode::StoreError) => {
-            return Err(e)
-        }
-        Err(e) => thrown(name, e.message()),
-    };
+    let details = payload_or_error(name, details)?;
     Ok(if wrap { envelope(details) } else { details })
+}
+
+/// What a tool's outcome becomes: the store's own failures (`CLOSED`, `STORE_ERROR`) stay
+/// errors; anything else a tool refuses or throws is the `{status: "error", tool, error}`
+/// payload the model sees.
+pub fn payload_or_error(name: &str, details: Result<Value>) -> Result<Value> {
+    match details {
+        Ok(d) => Ok(d),
+        Err(e) if matches!(e.code(), crate::error::ErrorCode::Closed | crate::error::ErrorCode::StoreError) => Err(e),
+        Err(e) => Ok(thrown(name, e.message())),
+    }
 }
 
 /// The tool result envelope: `{content: [{type: "text", text}], details}`.
