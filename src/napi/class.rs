@@ -16,7 +16,7 @@ use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
 use crate::orchestrate::Orchestrator;
 use crate::store::Store;
-use crate::tools::{self, ToolContext};
+use crate::tools::{self, Tool, ToolContext};
 
 type Job = Box<dyn FnOnce(&Engine) -> CoreResult<Value> + Send + 'static>;
 
@@ -585,7 +585,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "sessions_list", params, ctx, false)
+        call_tool(env, &self.orch, Tool::SessionsList, params, ctx, false)
     }
 
     /// `sessions_history`
@@ -599,7 +599,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "sessions_history", params, ctx, false)
+        call_tool(env, &self.orch, Tool::SessionsHistory, params, ctx, false)
     }
 
     /// `sessions_send`
@@ -613,7 +613,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "sessions_send", params, ctx, false)
+        call_tool(env, &self.orch, Tool::SessionsSend, params, ctx, false)
     }
 
     /// `sessions_spawn`
@@ -627,7 +627,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "sessions_spawn", params, ctx, false)
+        call_tool(env, &self.orch, Tool::SessionsSpawn, params, ctx, false)
     }
 
     /// `agents_list`
@@ -637,7 +637,7 @@ impl SessionTools {
         env: &'env Env,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "agents_list", None, ctx, false)
+        call_tool(env, &self.orch, Tool::AgentsList, None, ctx, false)
     }
 
     /// The tool definitions for a caller (sub-agents get none of the session tools).
@@ -657,15 +657,20 @@ impl SessionTools {
         args: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let name = match to_json(env, name, "name") {
-            Ok(Value::String(s)) if tools::TOOL_NAMES.contains(&s.as_str()) => s,
-            Ok(Value::String(s)) => {
-                return rejected(env, CoreError::invalid_request(format!("unknown tool: {}", crate::error::clip(&s))))
-            }
+        let tool = match to_json(env, name, "name") {
+            Ok(Value::String(s)) => match Tool::parse(&s) {
+                Some(tool) => tool,
+                None => {
+                    return rejected(
+                        env,
+                        CoreError::invalid_request(format!("unknown tool: {}", crate::error::clip(&s))),
+                    )
+                }
+            },
             Ok(_) => return rejected(env, CoreError::invalid_request("invalid name: must be a tool name string")),
             Err(e) => return rejected(env, e),
         };
-        call_tool(env, &self.orch, &name, args, ctx, true)
+        call_tool(env, &self.orch, tool, args, ctx, true)
     }
 
     /// The gateway's tool objects: `{ name, label, description, parameters, execute }`.
@@ -673,11 +678,10 @@ impl SessionTools {
     pub fn create_tools<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx_json = to_json(env, ctx, "ctx").map_err(|e| js_error(env, &e))?;
         let parsed = ToolContext::from_json(&ctx_json).map_err(|e| js_error(env, &e))?;
-        let defs = tools::definitions(&parsed);
-        let mut arr = env.create_array(defs.len() as u32)?;
-        for (i, def) in defs.into_iter().enumerate() {
-            let name = def.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let obj_val = from_json_text(env, &def.to_string())?;
+        let offered = tools::available(&parsed);
+        let mut arr = env.create_array(offered.len() as u32)?;
+        for (i, tool) in offered.into_iter().enumerate() {
+            let obj_val = from_json_text(env, &tool.definition().to_string())?;
             let mut obj: Object = unsafe { Object::from_napi_value(env.raw(), obj_val.raw()) }?;
             let orch = self.orch.clone();
             let ctx_json = ctx_json.clone();
@@ -686,7 +690,7 @@ impl SessionTools {
                 let env = &*call.env;
                 // What the model sent is never a reason to reject: unconvertible args read as `{}`.
                 let args = to_json(env, args, "args").unwrap_or(Value::Null);
-                let promise = tool_promise(env, &orch, &name, args, ctx_json.clone(), true)?;
+                let promise = tool_promise(env, &orch, tool, args, ctx_json.clone(), true)?;
                 Ok(Raw(promise.raw()))
             })?;
             obj.set_named_property("execute", execute)?;
@@ -728,12 +732,12 @@ impl SessionTools {
     }
 }
 
-/// A tool call from JS: the store-only tools run as short blocking jobs, the orchestrated
-/// ones (`sessions_send`, `sessions_spawn`) as async work.
+/// A tool call from JS: the store-only tools run as short blocking jobs (inline when
+/// [`Tool::is_bounded`]), the orchestrated ones ([`Tool::is_orchestrated`]) as async work.
 fn call_tool<'env>(
     env: &'env Env,
     orch: &Arc<Orchestrator>,
-    name: &str,
+    tool: Tool,
     params: Option<Unknown<'env>>,
     ctx: Option<Unknown<'env>>,
     wrap: bool,
@@ -741,7 +745,7 @@ fn call_tool<'env>(
     // What the model sent is never a reason to reject: unconvertible params read as `{}`.
     let params = to_json(env, params, "params").unwrap_or(Value::Null);
     match to_json(env, ctx, "ctx") {
-        Ok(ctx) => tool_promise(env, orch, name, params, ctx, wrap),
+        Ok(ctx) => tool_promise(env, orch, tool, params, ctx, wrap),
         Err(e) => rejected(env, e),
     }
 }
@@ -749,45 +753,27 @@ fn call_tool<'env>(
 fn tool_promise<'env>(
     env: &'env Env,
     orch: &Arc<Orchestrator>,
-    name: &str,
+    tool: Tool,
     params: Value,
     ctx: Value,
     wrap: bool,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    let name = name.to_owned();
-    if name == "sessions_send" || name == "sessions_spawn" {
+    if tool.is_orchestrated() {
         let orch = orch.clone();
-        return spawn_async(env, Ok(async move { orch.tool(&name, params, ctx, wrap).await }));
+        return spawn_async(env, Ok(async move { orch.tool(tool, params, ctx, wrap).await }));
     }
-    if inline_tool(&name, &params) {
+    if tool.is_bounded(&params) {
         if !wrap {
-            let job: FastTextJob = Arc::new(move |e: &Engine| tools::run_text(e, &name, &params, &ctx));
+            let job: FastTextJob = Arc::new(move |e: &Engine| tools::run_text(e, tool, &params, &ctx));
             return spawn_fast_text(env, orch.engine(), Ok(job));
         }
-        let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap));
+        let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
         return spawn_fast(env, orch.engine(), Ok(job));
     }
     if !wrap {
-        let job: TextJob = Box::new(move |e: &Engine| tools::run_text(e, &name, &params, &ctx));
+        let job: TextJob = Box::new(move |e: &Engine| tools::run_text(e, tool, &params, &ctx));
         return spawn_text(env, Some(orch.engine().clone()), Ok(job));
     }
-    let job: Job = Box::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap));
+    let job: Job = Box::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
     spawn(env, Some(orch.engine().clone()), Ok(job))
-}
-
-/// Whether a read tool call is bounded enough to run inline: `agents_list`; `sessions_history`
-/// (it reads O(limit) rows, at most 1000); `sessions_list` with a small `limit` and none of the
-/// filters that may walk many rows (`kinds`, `activeMinutes`) and no message previews.
-fn inline_tool(name: &str, params: &Value) -> bool {
-    match name {
-        "agents_list" | "sessions_history" => true,
-        "sessions_list" => {
-            let small = params.get("limit").and_then(Value::as_f64).map(|l| l <= 100.0).unwrap_or(false);
-            let walks =
-                ["kinds", "activeMinutes"].iter().any(|k| params.get(*k).map(|v| !v.is_null()).unwrap_or(false));
-            let previews = params.get("messageLimit").and_then(Value::as_f64).map(|m| m > 0.0).unwrap_or(false);
-            small && !walks && !previews
-        }
-        _ => false,
-    }
 }

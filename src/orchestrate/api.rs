@@ -9,30 +9,38 @@ use super::state::Orchestrator;
 use super::task::blocking;
 use super::{send, spawn, subagents};
 use crate::error::{Error, Result};
-use crate::tools::{self, ToolContext};
+use crate::tools::{self, Tool, ToolContext};
 
 impl Orchestrator {
-    /// Runs a tool by name for a caller whose context arrives as JSON; `wrap` gives the
-    /// `{content, details}` envelope. As [`tools::run`], with the async tools too.
-    pub async fn tool(self: &Arc<Self>, name: &str, params: Value, ctx: Value, wrap: bool) -> Result<Value> {
+    /// Runs a tool for a caller whose context arrives as JSON; `wrap` gives the `{content,
+    /// details}` envelope. As [`tools::run`], with the orchestrated tools too: their parameters
+    /// are read by `tools::send` / `tools::spawn`, what follows is `send` / `spawn`.
+    pub async fn tool(self: &Arc<Self>, tool: Tool, params: Value, ctx: Value, wrap: bool) -> Result<Value> {
         if self.runs.is_closed() || self.engine.store().is_closed() {
             return Err(Error::closed());
         }
-        let details = match name {
-            "sessions_send" | "sessions_spawn" => {
+        let details = match tool {
+            Tool::SessionsSend => {
                 let ctx = ToolContext::from_json(&ctx)?;
-                if name == "sessions_send" {
-                    send::run(self, &params, &ctx).await
-                } else {
-                    spawn::run(self, &params, &ctx).await
+                let (e, c) = (self.engine.clone(), ctx.clone());
+                match blocking(move || Ok(tools::send::read(&e, &params, &c))).await? {
+                    Ok(request) => send::run(self, request, &ctx).await,
+                    Err(refused) => refused.into_payload(),
                 }
             }
-            _ => {
-                let (e, name) = (self.engine.clone(), name.to_owned());
-                return blocking(move || tools::run(&e, &name, &params, &ctx, wrap)).await;
+            Tool::SessionsSpawn => {
+                let ctx = ToolContext::from_json(&ctx)?;
+                match tools::spawn::read(&self.engine.config(), &params, &ctx) {
+                    Ok(request) => spawn::run(self, request, &ctx).await,
+                    Err(refused) => refused.into_payload(),
+                }
+            }
+            Tool::SessionsList | Tool::SessionsHistory | Tool::AgentsList => {
+                let e = self.engine.clone();
+                return blocking(move || tools::run(&e, tool, &params, &ctx, wrap)).await;
             }
         };
-        let details = tools::payload_or_error(name, details)?;
+        let details = tools::payload_or_error(tool, details)?;
         Ok(if wrap { tools::envelope(details) } else { details })
     }
 

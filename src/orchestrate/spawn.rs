@@ -1,9 +1,10 @@
 //! `sessions_spawn` (REFERENCE.md §6.1–§6.3, DECISIONS.md #5): the tool, which checks, builds
 //! and starts a sub-agent run and registers it.
 //!
-//! Every refusal comes before anything is written or run: a sub-agent requester, an agent the
-//! allow list does not name, a model outside the catalog, an unknown thinking level, too many
-//! running children, an over-long label. Then the child's entry is written (`spawnedBy`,
+//! `tools::spawn` reads the parameters and makes the config's refusals (a sub-agent requester,
+//! an agent the allow list does not name, a model outside the catalog, an unknown thinking
+//! level); here, before anything is written or run: too many running children, an over-long
+//! label. Then the child's entry is written (`spawnedBy`,
 //! `label`, `model`), its run started in the `subagent` lane, and the run registered; the
 //! registry (`subagents`) takes it from there.
 
@@ -14,75 +15,32 @@ use serde_json::{json, Map, Value};
 use super::runs::{Admission, ChildCap, Provenance, RunSpec};
 use super::state::Orchestrator;
 use super::task::{blocking, new_chain_id};
-use super::{prompts, subagents, thinking};
-use crate::entry::{self, DeliveryContext};
-use crate::error::{Error, Result};
+use super::{prompts, subagents};
+use crate::entry::{self};
+use crate::error::Result;
 use crate::host::{Lane, RunOptions};
-use crate::keys::{is_subagent_key, normalize_agent_id};
-use crate::policy::subagents::SpawnAllowlist;
-use crate::tools::{read_number, read_string, refusal, Requester, ToolContext};
+use crate::tools::send::chain_limit_text;
+use crate::tools::spawn::{self as tool, SpawnRequest};
+use crate::tools::{refusal, ToolContext};
 
-/// `sessions_spawn is not allowed from sub-agent sessions`
-pub const FROM_SUBAGENT: &str = "sessions_spawn is not allowed from sub-agent sessions";
+pub use crate::tools::spawn::FROM_SUBAGENT;
 
-/// The tool: the payload the model sees.
-pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) -> Result<Value> {
+/// The tool after its parameters are read: the payload the model sees.
+pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolContext) -> Result<Value> {
     let cfg = orch.engine().config();
-    let km = cfg.key_model();
-    // 1. task, label, cleanup
-    let task = read_string(params, "task").ok_or_else(|| Error::invalid_request("task required"))?;
-    let label = read_string(params, "label");
-    let cleanup = match params.get("cleanup").and_then(Value::as_str).map(str::trim) {
-        Some("delete") => "delete",
-        _ => "keep",
-    };
-    // 2. the requester's route
-    let text = |v: &Option<String>| v.clone().map(Value::from);
-    let origin = DeliveryContext::from_parts(
-        text(&ctx.agent_channel).as_ref(),
-        text(&ctx.agent_to).as_ref(),
-        text(&ctx.agent_account_id).as_ref(),
-        ctx.agent_thread_id.as_ref(),
-    );
-    // 3. the run's time limit
-    let run_timeout_secs = read_number(params, "runTimeoutSeconds")
-        .or_else(|| read_number(params, "timeoutSeconds"))
-        .map_or(0, |n| n.floor().max(0.0) as u64);
-    // 4. not from a sub-agent
-    let requester = Requester::of(&cfg, ctx)?;
-    let raw_is_subagent = ctx.agent_session_key.as_deref().is_some_and(is_subagent_key);
-    if raw_is_subagent || requester.key.as_deref().is_some_and(is_subagent_key) {
-        return Ok(refusal("forbidden", FROM_SUBAGENT));
-    }
-    // 5–6. requester and target
-    let requester_key = requester.key_or_main(&cfg);
-    let requester_agent =
-        normalize_agent_id(ctx.requester_agent_id_override.as_deref().unwrap_or(&km.agent_id_of(&requester_key)));
-    let display_key = km.display(&requester_key, &requester_agent);
-    let target_agent =
-        read_string(params, "agentId").map_or_else(|| requester_agent.clone(), |a| normalize_agent_id(&a));
-    // 7. the allow list
-    let allowlist = SpawnAllowlist::for_agent(&cfg, &requester_agent);
-    if !allowlist.allows(&requester_agent, &target_agent) {
-        return Ok(refusal("forbidden", allowlist.refusal()));
-    }
-    // 9. the model (DECISIONS.md: outside the catalog is an error)
-    let model = read_string(params, "model")
-        .or_else(|| cfg.agent(&target_agent).and_then(|a| a.subagent_model.clone()))
-        .or_else(|| cfg.subagents.model.clone());
-    if let Some(m) = &model {
-        if cfg.models.resolve(m).is_none() {
-            return Ok(refusal("error", format!("invalid model: {m}")));
-        }
-    }
-    // 10. thinking
-    let thinking = match params.get("thinking").and_then(Value::as_str) {
-        Some(raw) if !crate::js::js_trim(raw).is_empty() => match thinking::resolve_thinking(raw, model.as_deref()) {
-            Ok(level) => Some(level.as_str().to_owned()),
-            Err(text) => return Ok(refusal("error", text)),
-        },
-        _ => None,
-    };
+    let SpawnRequest {
+        task,
+        label,
+        cleanup,
+        origin,
+        run_timeout_secs,
+        requester_key,
+        requester_agent: _,
+        display_key,
+        target_agent,
+        model,
+        thinking,
+    } = request;
     // DECISIONS.md #5: at most maxActive running children per requester. The check and the
     // registration below are one step for this store: concurrent spawns wait here, so each one
     // counts the children registered before it.
@@ -90,7 +48,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     let (o, k) = (orch.clone(), requester_key.clone());
     let active = blocking(move || subagents::running_count(&o, &k)).await?;
     if active >= u64::from(cfg.subagents.max_active) {
-        return Ok(refusal("forbidden", format!("Too many active sub-agents ({active}); wait for one to finish.")));
+        return Ok(tool::too_many_children(active));
     }
     if !orch.host().can_run() {
         return Ok(refusal("error", "no runAgent callback is configured"));
@@ -98,14 +56,8 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     // 8. the child
     let child_key = format!("agent:{target_agent}:subagent:{}", uuid::Uuid::new_v4());
     // §6.2: the agent call's schema refuses labels over 64 characters
-    if let Some(l) = &label {
-        if l.chars().count() > entry::MAX_LABEL_LEN {
-            return Ok(json!({
-                "status": "error",
-                "error": format!("invalid agent params: at /label: must NOT have more than {} characters", entry::MAX_LABEL_LEN),
-                "childSessionKey": child_key,
-            }));
-        }
+    if label.as_ref().is_some_and(|l| l.chars().count() > entry::MAX_LABEL_LEN) {
+        return Ok(tool::label_too_long(&child_key));
     }
     // 11. the child's entry: who spawned it, its label, its model
     let mut patch = Map::new();
@@ -121,7 +73,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         if matches!(err.code(), crate::error::ErrorCode::Closed) {
             return Err(err);
         }
-        return Ok(json!({"status": "error", "error": err.message(), "childSessionKey": child_key}));
+        return Ok(tool::failed(&child_key, err.message()));
     }
     // 12. the child's system prompt
     let system_prompt = prompts::subagent_system_prompt(
@@ -158,7 +110,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     let (e, h, r) = (orch.engine().clone(), orch.host().clone(), orch.runs().clone());
     let refused = match blocking(move || r.start_capped(e, h, spec, &cap)).await? {
         Admission::Started(run_id) => Ok(run_id),
-        Admission::ChainFull => Err(format!("Agent-to-agent chain limit reached ({} turns).", cfg.max_chain_turns)),
+        Admission::ChainFull => Err(chain_limit_text(cfg.max_chain_turns)),
         Admission::TooManyChildren(n) => Err(format!("Too many active sub-agents ({n}); wait for one to finish.")),
     };
     let run_id = match refused {
@@ -195,14 +147,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     };
     subagents::register(orch, record).await?;
     // 15.
-    let mut out = Map::new();
-    out.insert("status".into(), "accepted".into());
-    out.insert("childSessionKey".into(), child_key.into());
-    out.insert("runId".into(), run_id.into());
-    if model.is_some() {
-        out.insert("modelApplied".into(), true.into());
-    }
-    Ok(Value::Object(out))
+    Ok(tool::accepted(child_key, run_id, model.is_some()))
 }
 
 #[cfg(test)]

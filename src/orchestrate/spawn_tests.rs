@@ -377,7 +377,7 @@ async fn without_a_run_agent_callback_nothing_is_spawned() {
     );
     let o = Orchestrator::new(Arc::new(engine), Arc::new(NoRun));
     o.start().await.unwrap();
-    let out = o.tool("sessions_spawn", json!({"task": "t"}), main_ctx(), false).await.unwrap();
+    let out = o.tool(crate::tools::Tool::SessionsSpawn, json!({"task": "t"}), main_ctx(), false).await.unwrap();
     assert_eq!(out, json!({"status": "error", "error": "no runAgent callback is configured"}));
     assert!(subagents::list(&o, None).unwrap().is_empty());
     o.close().await;

@@ -75,7 +75,7 @@ async fn open(config: Value, host: FakeHost) -> (Arc<Orchestrator>, Arc<FakeHost
 }
 
 async fn send(orch: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
-    orch.tool("sessions_send", params, ctx, false).await.unwrap()
+    orch.tool(crate::tools::Tool::SessionsSend, params, ctx, false).await.unwrap()
 }
 
 /// Polls `f` every 10 ms for up to 5 s.
@@ -642,7 +642,10 @@ async fn the_chain_budget_holds_across_three_agents_pinging_each_other() {
             let orch = orch.ok_or("the store is gone")?;
             let ctx = json!({"agentSessionKey": req.session_key, "runId": req.run_id});
             let params = json!({"sessionKey": next, "message": "pass it on", "timeoutSeconds": 0});
-            let out = orch.tool("sessions_send", params, ctx, false).await.map_err(|e| e.message().to_owned())?;
+            let out = orch
+                .tool(crate::tools::Tool::SessionsSend, params, ctx, false)
+                .await
+                .map_err(|e| e.message().to_owned())?;
             results.lock().unwrap_or_else(|p| p.into_inner()).push(out);
             Ok(json!({"reply": "passed"}))
         })

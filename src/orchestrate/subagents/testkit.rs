@@ -32,7 +32,7 @@ pub async fn open(config: Value, host: Arc<FakeHost>) -> Arc<Orchestrator> {
 }
 
 pub async fn spawn(o: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
-    o.tool("sessions_spawn", params, ctx, false).await.unwrap()
+    o.tool(crate::tools::Tool::SessionsSpawn, params, ctx, false).await.unwrap()
 }
 
 /// Polls `check` every 10 ms for at most 5 s.
