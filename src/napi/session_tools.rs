@@ -9,16 +9,16 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use serde_json::Value;
 
+use super::error::js_error;
 use super::host::{Callbacks, JsHost};
-use super::js::{from_json_text, js_error, to_json, to_json_exact};
+use super::jobs::{call_tool, rejected, spawn_async, spawn_fast, spawn_job, tool_promise, FastJob, Job};
+use super::js::{clear_pending, from_json_text, to_json, to_json_exact};
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
+use crate::error::{Error as CoreError, Result as CoreResult};
+use crate::mirror::MirrorDir;
 use crate::orchestrate::Orchestrator;
-use crate::store::Store;
 use crate::tools::{self, Tool, ToolContext};
-
-type Job = Box<dyn FnOnce(&Engine) -> CoreResult<Value> + Send + 'static>;
 
 /// A JS value handed back as is (a promise made inside a plain JS function).
 struct Raw(napi::sys::napi_value);
@@ -29,177 +29,18 @@ impl ToNapiValue for Raw {
     }
 }
 
-/// Runs a job on a blocking thread; the promise settles on the JS thread.
-fn spawn<'env>(
-    env: &'env Env,
-    engine: Option<Arc<Engine>>,
-    job: CoreResult<Job>,
-) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    spawn_text(env, engine, job.map(|j| -> TextJob { Box::new(move |e: &Engine| to_text(&j(e)?)) }))
-}
-
-/// A job answering JSON text.
-type TextJob = Box<dyn FnOnce(&Engine) -> CoreResult<String> + Send + 'static>;
-
-/// Runs a job on a worker; the promise settles on the JS thread.
-fn spawn_text<'env>(
-    env: &'env Env,
-    engine: Option<Arc<Engine>>,
-    job: CoreResult<TextJob>,
-) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    env.spawn_future_with_callback(
-        async move {
-            let work = move || -> CoreResult<String> {
-                let job = job?;
-                let engine = engine.ok_or_else(CoreError::closed)?;
-                if engine.store().is_closed() {
-                    return Err(CoreError::closed());
-                }
-                job(&engine)
-            };
-            // The job is short SQL: run it on this worker (tokio moves its other tasks away while
-            // it blocks) rather than handing it to a blocking thread and back. A panic is caught.
-            let out = tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
-            Ok(out.unwrap_or_else(|_| Err(internal_error())))
-        },
-        |env, r: CoreResult<String>| match r {
-            Ok(text) => from_json_text(env, &text),
-            Err(e) => Err(js_error(env, &e)),
-        },
-    )
-}
-
-fn rejected<'env>(env: &'env Env, e: CoreError) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    spawn(env, None, Err(e))
-}
-
-/// A store job that may run inline (bounded work, at most one write).
-type FastJob = Arc<dyn Fn(&Engine) -> CoreResult<Value> + Send + Sync + 'static>;
-/// The same, answering JSON text.
-type FastTextJob = Arc<dyn Fn(&Engine) -> CoreResult<String> + Send + Sync + 'static>;
-
-fn to_text(v: &Value) -> CoreResult<String> {
-    serde_json::to_string(v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
-}
-
-/// A rejection made on the JS thread (an `Error` with `code`).
-fn rejected_now<'env>(env: &'env Env, e: &CoreError) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.message()))?;
-    obj.set_named_property("code", e.code().as_str())?;
-    PromiseRaw::reject(env, obj.to_unknown())
-}
-
-/// Runs a short, bounded store job inline on the JS thread when it can go at once (no other
-/// thread holds the connection, no other process the write lock): the promise is settled before
-/// this returns, with no thread hop. When it would have waited, it goes to the worker as every
-/// other job does, so the JS thread never waits on a lock.
-fn spawn_fast<'env>(
-    env: &'env Env,
-    engine: &Arc<Engine>,
-    job: CoreResult<FastJob>,
-) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    spawn_fast_text(env, engine, job.map(|j| -> FastTextJob { Arc::new(move |e: &Engine| to_text(&j(e)?)) }))
-}
-
-fn spawn_fast_text<'env>(
-    env: &'env Env,
-    engine: &Arc<Engine>,
-    job: CoreResult<FastTextJob>,
-) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    let job = match job {
-        Ok(j) => j,
-        Err(e) => return rejected_now(env, &e),
-    };
-    if engine.store().is_closed() {
-        return rejected_now(env, &CoreError::closed());
-    }
-    if !take_inline_turn(env) {
-        let later: TextJob = Box::new(move |e: &Engine| job(e));
-        return spawn_text(env, Some(engine.clone()), Ok(later));
-    }
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(engine))));
-    match out {
-        Ok(Err(e)) if crate::store::is_would_block(&e) => {}
-        Ok(Ok(text)) => return PromiseRaw::resolve(env, from_json_text(env, &text)?),
-        Ok(Err(e)) => return rejected_now(env, &e),
-        Err(_) => return rejected_now(env, &internal_error()),
-    }
-    let later: TextJob = Box::new(move |e: &Engine| job(e));
-    spawn_text(env, Some(engine.clone()), Ok(later))
-}
-
-thread_local! {
-    /// Whether the current synchronous run of JS code has had its inline job already.
-    static INLINE_TURN_TAKEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// One inline job per synchronous run of JS code: a caller that awaits each call gets every
-/// call inline, while a burst (many calls started in one go, `Promise.all` of writes) has its
-/// first call inline and the rest on the worker, so a burst never holds the event loop for more
-/// than one short job. The turn is given back by a microtask, which runs once the current
-/// synchronous code has finished.
-fn take_inline_turn(env: &Env) -> bool {
-    if INLINE_TURN_TAKEN.with(|t| t.replace(true)) {
-        return false;
-    }
-    let queued = (|| -> napi::Result<()> {
-        let reset = env.create_function_from_closure::<(), (), _>("inlineTurn", |_| {
-            INLINE_TURN_TAKEN.with(|t| t.set(false));
-            Ok(())
-        })?;
-        let global = env.get_global()?;
-        let queue: Function<Unknown, Unknown> = global.get_named_property("queueMicrotask")?;
-        queue.call(reset.to_unknown())?;
-        Ok(())
-    })();
-    if queued.is_err() {
-        super::js::clear_pending(env);
-        // without a way to give the turn back, stay on the worker path from now on
-        return false;
-    }
-    true
-}
-
-fn internal_error() -> CoreError {
-    CoreError::new(ErrorCode::StoreError, "internal error: the operation failed unexpectedly (a bug; please report it)")
-}
-
-/// Runs async work (model runs, waits) on the runtime; a panic inside becomes a
-/// `STORE_ERROR` rejection, not a crash.
-fn spawn_async<'env, F>(env: &'env Env, work: CoreResult<F>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>>
-where
-    F: std::future::Future<Output = CoreResult<Value>> + Send + 'static,
-{
-    env.spawn_future_with_callback(
-        async move {
-            let fut = match work {
-                Ok(f) => f,
-                Err(e) => return Ok(Err(e)),
-            };
-            let out = tokio::spawn(fut).await.unwrap_or_else(|_| Err(internal_error()));
-            Ok(out.and_then(|v| {
-                serde_json::to_string(&v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
-            }))
-        },
-        |env, r: CoreResult<String>| match r {
-            Ok(text) => from_json_text(env, &text),
-            Err(e) => Err(js_error(env, &e)),
-        },
-    )
-}
-
 /// Options of `SessionTools.open`.
 struct OpenOptions {
     path: String,
     config: Config,
-    mirror_dir: Option<PathBuf>,
+    mirror_dir: MirrorDir,
     callbacks: Callbacks,
 }
 
 fn read_open_options(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<OpenOptions> {
     let out = read_open_options_inner(env, options);
     if out.is_err() {
-        super::js::clear_pending(env);
+        clear_pending(env);
     }
     out
 }
@@ -239,13 +80,10 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
     let callbacks = Callbacks::read(env, |name| functions.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
         .map_err(|e| bad(format!("cannot take the callbacks: {}", e.reason)))?;
     let mirror_dir = match get("mirrorDir")? {
-        None => (path != ":memory:").then(|| {
-            let p = PathBuf::from(&path);
-            p.parent().map(|d| d.join("transcripts")).unwrap_or_else(|| PathBuf::from("transcripts"))
-        }),
+        None => MirrorDir::Default,
         Some(v) => match to_json_exact(env, Some(v), "options.mirrorDir")? {
-            Value::Null => None,
-            Value::String(s) if !s.trim().is_empty() && !s.contains('\0') => Some(PathBuf::from(s)),
+            Value::Null => MirrorDir::Off,
+            Value::String(s) if !s.trim().is_empty() && !s.contains('\0') => MirrorDir::At(PathBuf::from(s)),
             _ => return Err(bad("invalid options.mirrorDir: must be a non-empty string or null".into())),
         },
     };
@@ -272,24 +110,8 @@ impl SessionTools {
                     Ok(o) => o,
                     Err(e) => return Ok(Err(e)),
                 };
-                let (path, config, mirror_dir) = (o.path, o.config, o.mirror_dir);
-                let out = tokio::task::spawn_blocking(move || -> CoreResult<Engine> {
-                    let store = Store::open(&path)?;
-                    Ok(Engine::new(store, config, mirror_dir))
-                })
-                .await;
-                let engine = match out
-                    .unwrap_or_else(|_| Err(CoreError::store("internal error: opening the store failed unexpectedly")))
-                {
-                    Ok(e) => Arc::new(e),
-                    Err(e) => return Ok(Err(e)),
-                };
-                let orch = Orchestrator::new(engine, Arc::new(JsHost::new(o.callbacks)));
-                if let Err(e) = orch.start().await {
-                    orch.close().await;
-                    return Ok(Err(e));
-                }
-                Ok(Ok(orch))
+                let host = Arc::new(JsHost::new(o.callbacks));
+                Ok(Orchestrator::open(o.path, o.config, o.mirror_dir, host).await)
             },
             |env, r: CoreResult<Arc<Orchestrator>>| match r {
                 Ok(orch) => Ok(SessionTools { engine: orch.engine().clone(), orch }),
@@ -728,52 +550,6 @@ impl SessionTools {
     }
 
     fn run<'env>(&self, env: &'env Env, job: CoreResult<Job>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        spawn(env, Some(self.engine.clone()), job)
+        spawn_job(env, Some(self.engine.clone()), job)
     }
-}
-
-/// A tool call from JS: the store-only tools run as short blocking jobs (inline when
-/// [`Tool::is_bounded`]), the orchestrated ones ([`Tool::is_orchestrated`]) as async work.
-fn call_tool<'env>(
-    env: &'env Env,
-    orch: &Arc<Orchestrator>,
-    tool: Tool,
-    params: Option<Unknown<'env>>,
-    ctx: Option<Unknown<'env>>,
-    wrap: bool,
-) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    // What the model sent is never a reason to reject: unconvertible params read as `{}`.
-    let params = to_json(env, params, "params").unwrap_or(Value::Null);
-    match to_json(env, ctx, "ctx") {
-        Ok(ctx) => tool_promise(env, orch, tool, params, ctx, wrap),
-        Err(e) => rejected(env, e),
-    }
-}
-
-fn tool_promise<'env>(
-    env: &'env Env,
-    orch: &Arc<Orchestrator>,
-    tool: Tool,
-    params: Value,
-    ctx: Value,
-    wrap: bool,
-) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    if tool.is_orchestrated() {
-        let orch = orch.clone();
-        return spawn_async(env, Ok(async move { orch.tool(tool, params, ctx, wrap).await }));
-    }
-    if tool.is_bounded(&params) {
-        if !wrap {
-            let job: FastTextJob = Arc::new(move |e: &Engine| tools::run_text(e, tool, &params, &ctx));
-            return spawn_fast_text(env, orch.engine(), Ok(job));
-        }
-        let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
-        return spawn_fast(env, orch.engine(), Ok(job));
-    }
-    if !wrap {
-        let job: TextJob = Box::new(move |e: &Engine| tools::run_text(e, tool, &params, &ctx));
-        return spawn_text(env, Some(orch.engine().clone()), Ok(job));
-    }
-    let job: Job = Box::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
-    spawn(env, Some(orch.engine().clone()), Ok(job))
 }
