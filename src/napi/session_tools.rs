@@ -126,7 +126,7 @@ impl SessionTools {
     /// trip. For the benchmark; it touches no store.
     #[napi(
         ts_args_type = "fn: (req: unknown) => unknown, calls?: number",
-        ts_return_type = "Promise<{ calls: number; totalMs: number; perCallUs: number }>"
+        ts_return_type = "Promise<MeasureCallbackResult>"
     )]
     pub fn measure_callback<'env>(
         env: &'env Env,
@@ -195,7 +195,7 @@ impl SessionTools {
 
     /// `agent.wait`: how a run ended, or `timeout` when it has not within `timeoutMs`
     /// (default 30 000; the run goes on).
-    #[napi(ts_args_type = "runId: string, options?: { timeoutMs?: number }", ts_return_type = "Promise<WaitRunResult>")]
+    #[napi(ts_args_type = "runId: string, options?: WaitRunOptions", ts_return_type = "Promise<WaitRunResult>")]
     pub fn wait_run<'env>(
         &self,
         env: &'env Env,
@@ -231,6 +231,7 @@ impl SessionTools {
         self.engine.store().path().to_owned()
     }
 
+    /// The entry stored under the canonical form of `key`, or `null`.
     #[napi(ts_args_type = "key: string", ts_return_type = "Promise<SessionEntry | null>")]
     pub fn get_session<'env>(
         &self,
@@ -247,6 +248,8 @@ impl SessionTools {
         )
     }
 
+    /// Creates or updates the entry under `key` with the gateway's merge rule (the patch's fields
+    /// over the stored ones); the merged entry.
     #[napi(ts_args_type = "key: string, patch: Partial<SessionEntry>", ts_return_type = "Promise<SessionEntry>")]
     pub fn upsert_session<'env>(
         &self,
@@ -259,10 +262,8 @@ impl SessionTools {
         })
     }
 
-    #[napi(
-        ts_args_type = "params: SessionsPatchParams",
-        ts_return_type = "Promise<{ ok: true; key: string; entry: SessionEntry }>"
-    )]
+    /// `sessions.patch`: validates and applies a patch (label, levels, send policy, model, …).
+    #[napi(ts_args_type = "params: SessionsPatchParams", ts_return_type = "Promise<SessionEntryResult>")]
     pub fn patch_session<'env>(
         &self,
         env: &'env Env,
@@ -271,7 +272,8 @@ impl SessionTools {
         self.run1(env, params, "params", |e, p| e.patch_session(p))
     }
 
-    #[napi(ts_args_type = "params: SessionsResolveParams", ts_return_type = "Promise<{ ok: true; key: string }>")]
+    /// `sessions.resolve`: the key a `key`, `sessionId` or `label` names.
+    #[napi(ts_args_type = "params: SessionsResolveParams", ts_return_type = "Promise<SessionsResolveResult>")]
     pub fn resolve_session<'env>(
         &self,
         env: &'env Env,
@@ -280,6 +282,7 @@ impl SessionTools {
         self.run1(env, params, "params", |e, p| e.resolve_session(p))
     }
 
+    /// `sessions.list`: the sessions, filtered and ordered as the gateway does.
     #[napi(ts_args_type = "params?: SessionsListParams", ts_return_type = "Promise<SessionsListResult>")]
     pub fn list_sessions<'env>(
         &self,
@@ -289,9 +292,11 @@ impl SessionTools {
         self.run1(env, params, "params", |e, p| e.list_sessions(p))
     }
 
+    /// `sessions.delete`: removes a session (not the main one) and, unless `deleteTranscript` is
+    /// false, its transcript; its running sub-agents are stopped.
     #[napi(
-        ts_args_type = "key: string, options?: { deleteTranscript?: boolean }",
-        ts_return_type = "Promise<{ ok: true; key: string; deleted: boolean }>"
+        ts_args_type = "key: string, options?: DeleteSessionOptions",
+        ts_return_type = "Promise<DeleteSessionResult>"
     )]
     pub fn delete_session<'env>(
         &self,
@@ -304,7 +309,8 @@ impl SessionTools {
         spawn_async(env, args.map(|(k, o)| async move { orch.delete_session(k, o).await }))
     }
 
-    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<{ ok: true; key: string; entry: SessionEntry }>")]
+    /// `sessions.reset`: starts the session under `key` afresh (a new session id).
+    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<SessionEntryResult>")]
     pub fn reset_session<'env>(
         &self,
         env: &'env Env,
@@ -313,9 +319,10 @@ impl SessionTools {
         self.run1(env, key, "key", |e, k| e.reset_session(k))
     }
 
+    /// Appends transcript messages to the session under `key` (created when missing).
     #[napi(
         ts_args_type = "key: string, messages: TranscriptMessage[]",
-        ts_return_type = "Promise<{ sessionKey: string; sessionId: string; appended: number }>"
+        ts_return_type = "Promise<AppendMessagesResult>"
     )]
     pub fn append_messages<'env>(
         &self,
@@ -328,10 +335,9 @@ impl SessionTools {
         })
     }
 
-    #[napi(
-        ts_args_type = "key: string, options?: { limit?: number; before?: number }",
-        ts_return_type = "Promise<ChatHistoryResult>"
-    )]
+    /// `chat.history`: a page of the transcript, oldest first: the last `limit` messages
+    /// (default 200), or those before the cursor `before`.
+    #[napi(ts_args_type = "key: string, options?: ChatHistoryOptions", ts_return_type = "Promise<ChatHistoryResult>")]
     pub fn chat_history<'env>(
         &self,
         env: &'env Env,
@@ -341,10 +347,9 @@ impl SessionTools {
         self.fast2(env, key, "key", options, "options", |e, k, o| e.chat_history_json(k, o))
     }
 
-    #[napi(
-        ts_args_type = "params: { sessionKey: string; channel?: string; chatType?: string }",
-        ts_return_type = "Promise<'allow' | 'deny'>"
-    )]
+    /// The send policy of a session (`'allow'` or `'deny'`): its own override, else the
+    /// configured rules; a store that cannot be read denies.
+    #[napi(ts_args_type = "params: ResolveSendPolicyParams", ts_return_type = "Promise<'allow' | 'deny'>")]
     pub fn resolve_send_policy<'env>(
         &self,
         env: &'env Env,
@@ -358,10 +363,9 @@ impl SessionTools {
         )
     }
 
-    #[napi(
-        ts_args_type = "params: { sessionKey: string; text: string; isOwner: boolean }",
-        ts_return_type = "Promise<{ handled: boolean; reply?: string }>"
-    )]
+    /// The `/send` chat command: `handled: false` when `text` is not one; else the reply to
+    /// show (an owner's command sets the session's send policy).
+    #[napi(ts_args_type = "params: SendCommandParams", ts_return_type = "Promise<SendCommandResult>")]
     pub fn handle_send_command<'env>(
         &self,
         env: &'env Env,
@@ -396,7 +400,7 @@ impl SessionTools {
         self.run(env, Ok(Box::new(|e: &Engine| e.stats())))
     }
 
-    /// `sessions_list`
+    /// The `sessions_list` tool: the payload the model sees.
     #[napi(
         ts_args_type = "params?: SessionsListToolParams, ctx?: ToolContext",
         ts_return_type = "Promise<SessionsListToolResult>"
@@ -410,7 +414,7 @@ impl SessionTools {
         call_tool(env, &self.orch, Tool::SessionsList, params, ctx, false)
     }
 
-    /// `sessions_history`
+    /// The `sessions_history` tool: the payload the model sees.
     #[napi(
         ts_args_type = "params: SessionsHistoryToolParams, ctx?: ToolContext",
         ts_return_type = "Promise<SessionsHistoryToolResult>"
@@ -424,7 +428,7 @@ impl SessionTools {
         call_tool(env, &self.orch, Tool::SessionsHistory, params, ctx, false)
     }
 
-    /// `sessions_send`
+    /// The `sessions_send` tool: the payload the model sees (`accepted`, `ok`, `timeout`, `error`, `forbidden`).
     #[napi(
         ts_args_type = "params: SessionsSendParams, ctx?: ToolContext",
         ts_return_type = "Promise<SessionsSendResult>"
@@ -438,7 +442,7 @@ impl SessionTools {
         call_tool(env, &self.orch, Tool::SessionsSend, params, ctx, false)
     }
 
-    /// `sessions_spawn`
+    /// The `sessions_spawn` tool: the payload the model sees (`accepted`, `error`, `forbidden`).
     #[napi(
         ts_args_type = "params: SessionsSpawnParams, ctx?: ToolContext",
         ts_return_type = "Promise<SessionsSpawnResult>"
@@ -452,7 +456,7 @@ impl SessionTools {
         call_tool(env, &self.orch, Tool::SessionsSpawn, params, ctx, false)
     }
 
-    /// `agents_list`
+    /// The `agents_list` tool: the agent ids this caller may spawn.
     #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "Promise<AgentsListResult>")]
     pub fn agents_list<'env>(
         &self,
