@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::outbox::Outbox;
 use super::runs::Runs;
-use super::subagents::Registry;
+use super::subagents::registry::Registry;
 use super::task::BusyGuard;
 use crate::engine::Engine;
 use crate::entry;

@@ -193,11 +193,3 @@ pub(super) async fn chain_of(orch: &Orchestrator, run_id: &str) -> String {
         .and_then(|r| r.chain_id)
         .unwrap_or_else(crate::orchestrate::task::new_chain_id)
 }
-
-pub(super) fn thread_text(v: &Option<Value>) -> Option<String> {
-    match v {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    }
-}

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::announce::build_trigger;
 use super::testkit::*;
 use super::*;
 use crate::config::Config;
