@@ -215,14 +215,7 @@ impl SessionTools {
         requester_key: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let orch = self.orch.clone();
-        self.run1(env, requester_key, "requesterKey", move |_e, k| {
-            let key = match k {
-                Value::Null => None,
-                Value::String(s) => Some(s.as_str()),
-                _ => return Err(CoreError::invalid_request("invalid requesterKey: must be a string")),
-            };
-            crate::orchestrate::subagents::list(&orch, key).map(Value::Array)
-        })
+        self.run1(env, requester_key, "requesterKey", move |_e, k| crate::orchestrate::subagents::list_json(&orch, k))
     }
 
     /// The path the store was opened with.
@@ -483,17 +476,8 @@ impl SessionTools {
         args: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let tool = match to_json(env, name, "name") {
-            Ok(Value::String(s)) => match Tool::parse(&s) {
-                Some(tool) => tool,
-                None => {
-                    return rejected(
-                        env,
-                        CoreError::invalid_request(format!("unknown tool: {}", crate::error::clip(&s))),
-                    )
-                }
-            },
-            Ok(_) => return rejected(env, CoreError::invalid_request("invalid name: must be a tool name string")),
+        let tool = match to_json(env, name, "name").and_then(|v| Tool::from_json(&v)) {
+            Ok(tool) => tool,
             Err(e) => return rejected(env, e),
         };
         call_tool(env, &self.orch, tool, args, ctx, true)

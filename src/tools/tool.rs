@@ -5,6 +5,8 @@
 
 use serde_json::{json, Value};
 
+use crate::error::{Error, Result};
+
 /// An agent tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tool {
@@ -34,6 +36,16 @@ impl Tool {
     /// The tool a name names, if any.
     pub fn parse(name: &str) -> Option<Tool> {
         Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// `executeTool`'s `name` argument: a tool's name, else `INVALID_REQUEST`.
+    pub fn from_json(name: &Value) -> Result<Tool> {
+        match name {
+            Value::String(s) => {
+                Tool::parse(s).ok_or_else(|| Error::invalid_request(format!("unknown tool: {}", crate::error::clip(s))))
+            }
+            _ => Err(Error::invalid_request("invalid name: must be a tool name string")),
+        }
     }
 
     /// Whether the tool runs through the orchestration (runs models, waits): `sessions_send`,

@@ -43,7 +43,7 @@ pub use lifecycle::{close, on_session_deleted, recover};
 use queue::*;
 pub use queue::{overflow_summary, queue_settings, DropPolicy, QueueMode, QueueSettings};
 use records::*;
-pub use records::{list, register, running_count};
+pub use records::{list, list_json, register, running_count};
 use registry::lock;
 pub use registry::Registry;
 

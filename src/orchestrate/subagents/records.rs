@@ -56,6 +56,17 @@ pub fn list(orch: &Orchestrator, requester_key: Option<&str>) -> Result<Vec<Valu
     Ok(runs.iter().map(SubagentRun::to_json).collect())
 }
 
+/// `listSubagentRuns(requesterKey?)` with its argument as the caller passed it: absent, or a
+/// string.
+pub fn list_json(orch: &Orchestrator, requester_key: &Value) -> Result<Value> {
+    let key = match requester_key {
+        Value::Null => None,
+        Value::String(s) => Some(s.as_str()),
+        _ => return Err(crate::error::Error::invalid_request("invalid requesterKey: must be a string")),
+    };
+    list(orch, key).map(Value::Array)
+}
+
 /// Children of `requester_key` (canonical) still running.
 pub fn running_count(orch: &Orchestrator, requester_key: &str) -> Result<u64> {
     orch.engine().store().read(|db| db.running_subagent_count(requester_key))
