@@ -1,9 +1,12 @@
 //! The agent tools: what a model calls, with what it may pass, and what it gets back.
 //!
-//! One file per tool, plus the shared parameter readers (REFERENCE.md preamble), the caller's
-//! [`ToolContext`] and the tool definitions (JSON Schemas). Tools work through the
-//! [`Engine`](crate::engine::Engine) and the store's typed methods; they never talk SQL. A tool
-//! never fails because of what the model sent: every refusal is a payload.
+//! [`Tool`] (`tool.rs`) is the one list of tools and their definitions (JSON Schemas); one file
+//! per tool's surface (`list`, `history`, `agents`, and the parameters and refusals of `send`
+//! and `spawn`, whose runs are the orchestration's), `target` for the session a reference names,
+//! plus here the shared parameter readers (REFERENCE.md preamble), the caller's
+//! [`ToolContext`], and [`Refusal`]. Tools work through the [`Engine`](crate::engine::Engine) and
+//! the store's typed methods; they never talk SQL. A tool never fails because of what the model
+//! sent: every refusal is a payload.
 
 pub mod agents;
 pub mod history;
