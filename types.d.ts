@@ -15,6 +15,8 @@ export interface GatewayConfig {
     agentToAgent?: { maxPingPongTurns?: number; maxChainTurns?: number }
     history?: { maxChars?: number }
     outbox?: { maxAttempts?: number; backoffMs?: number }
+    /** API.md §1.7: how long a store holds its runs and claims without renewing (ms) */
+    ownership?: { leaseMs?: number }
     [key: string]: unknown
   }
   tools?: {

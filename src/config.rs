@@ -250,6 +250,8 @@ pub struct Config {
     pub outbox_max_attempts: u32,
     /// `session.outbox.backoffMs`, default 1000
     pub outbox_backoff_ms: u64,
+    /// `session.ownership.leaseMs`, default 30 000, clamped to 1000..=86 400 000 (API.md §1.7)
+    pub lease_ms: u64,
     key_model: KeyModel,
 }
 
@@ -290,6 +292,9 @@ impl Config {
         let outbox = session.section("outbox")?;
         let outbox_max_attempts = outbox.number("maxAttempts")?.map_or(5, |n| floor_u32(n).max(1));
         let outbox_backoff_ms = outbox.number("backoffMs")?.map_or(1000, floor_u64);
+        let lease_ms = session.section("ownership")?.number("leaseMs")?.map_or(crate::owner::DEFAULT_LEASE_MS, |n| {
+            floor_u64(n).clamp(crate::owner::MIN_LEASE_MS, crate::owner::MAX_LEASE_MS)
+        });
 
         let tools = root.section("tools")?;
         let a2a_tools = tools.section("agentToAgent")?;
@@ -341,6 +346,7 @@ impl Config {
             history_max_chars,
             outbox_max_attempts,
             outbox_backoff_ms,
+            lease_ms,
             key_model,
         })
     }

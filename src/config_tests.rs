@@ -614,3 +614,16 @@ fn odd_unicode_in_ids_and_names_is_kept_safely() {
     assert_eq!(c.agents[0].id, "n-c-d");
     assert_eq!(c.agents[0].name.as_deref(), Some("\u{202E}evil"));
 }
+
+// ---- session.ownership -----------------------------------------------------------------
+
+#[test]
+fn the_lease_length_defaults_to_30_s_and_is_clamped_to_a_second_through_a_day() {
+    assert_eq!(cfg(Value::Null).lease_ms, 30_000);
+    let lease = |v: Value| cfg(json!({"session": {"ownership": {"leaseMs": v}}})).lease_ms;
+    assert_eq!(lease(json!(4500.7)), 4500);
+    assert_eq!(lease(json!(10)), 1000);
+    assert_eq!(lease(json!(1e18)), 86_400_000);
+    assert!(refused(json!({"session": {"ownership": {"leaseMs": -1}}})).contains("session.ownership.leaseMs"));
+    assert!(refused(json!({"session": {"ownership": {"leaseMs": "30s"}}})).contains("session.ownership.leaseMs"));
+}

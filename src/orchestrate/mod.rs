@@ -7,7 +7,8 @@
 //! Read bottom up: `task` (blocking jobs, busy guard, chain ids), the pure helpers (`prompts`,
 //! `reply`, `stats`, `thinking`, `announce_target`), the registries (`runs`, `outbox`), the
 //! state (`state`), the one send-policy check (`delivery`), the flows (`send`, `spawn`,
-//! `subagents`) and the entry points (`lifecycle`, `api`, `dispatch`). This file only lists
+//! `subagents`), the lease at work (`ownership`) and the entry points (`lifecycle`, `api`,
+//! `dispatch`). This file only lists
 //! them: no lower module imports it.
 
 pub mod announce_target;
@@ -16,6 +17,7 @@ pub mod delivery;
 pub mod dispatch;
 pub mod lifecycle;
 pub mod outbox;
+pub mod ownership;
 pub mod prompts;
 pub mod reply;
 pub mod runs;

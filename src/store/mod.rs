@@ -10,6 +10,7 @@
 
 pub mod bulk;
 pub mod outbox;
+pub mod owners;
 pub mod runs;
 mod schema;
 pub mod sessions;

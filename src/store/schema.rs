@@ -85,6 +85,18 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE outbox ADD COLUMN lease_until INTEGER; -- its claim lapses after this (ms)
     ALTER TABLE outbox ADD COLUMN session_key TEXT;    -- the session the item announces to
     "#,
+    // 3: ownership by lease (API.md §1.7): runs.owner and outbox.owner name a row here; work is
+    // held while its owner's lease has not expired. It touches only its own table.
+    r#"
+    CREATE TABLE IF NOT EXISTS owners (
+        owner_id    TEXT PRIMARY KEY NOT NULL,   -- a fresh uuid per open store
+        host_id     TEXT NOT NULL,               -- processes with one host id see each other's pids
+        host_name   TEXT NOT NULL,               -- for people reading the table
+        pid         INTEGER NOT NULL,
+        started_at  INTEGER NOT NULL,            -- ms
+        expires_at  INTEGER NOT NULL             -- ms; the lease ends then unless renewed
+    );
+    "#,
 ];
 
 /// The schema version this build writes.
