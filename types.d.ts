@@ -293,7 +293,21 @@ export interface ImportReport {
   messages: number
   /** sub-agent registry records */
   runs: number
+  /** task ledger rows of a 2026.9 folder (`state/openclaw.sqlite` `task_runs`) */
+  tasks: number
+  /** each layout found in the folder, with what it added (a half-done migration has both) */
+  layouts: ImportLayoutCounts[]
   skipped: SkippedItem[]
+}
+
+/** What one layout of a state folder added to the store. */
+export interface ImportLayoutCounts {
+  /** `2026.1`: `sessions.json` + JSONL transcripts + `subagents/runs.json`; `2026.9`: the SQLite databases */
+  layout: '2026.1' | '2026.9'
+  sessions: number
+  messages: number
+  runs: number
+  tasks: number
 }
 
 /** What `exportStateDir` wrote. */

@@ -22,12 +22,39 @@ use crate::store::bulk::SubagentRunRow;
 use crate::store::Store;
 
 /// A transcript's messages as stored: role and JSON text.
-type Messages = Vec<(Option<String>, String)>;
+pub(super) type Messages = Vec<(Option<String>, String)>;
 
 /// A batch is written once it holds this many messages …
 const BATCH_MESSAGES: usize = 50_000;
 /// … or this many sessions.
 const BATCH_SESSIONS: usize = 2_000;
+
+/// The state folder layouts an import reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Layout {
+    /// `sessions.json` files with JSONL transcripts, `subagents/runs.json` (2026.1)
+    Json,
+    /// per-agent `openclaw-agent.sqlite` and the global `state/openclaw.sqlite` (2026.9)
+    Sqlite,
+}
+
+impl Layout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Json => "2026.1",
+            Layout::Sqlite => "2026.9",
+        }
+    }
+}
+
+/// What an import added from one layout.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LayoutCounts {
+    pub sessions: u64,
+    pub messages: u64,
+    pub runs: u64,
+    pub tasks: u64,
+}
 
 /// What an import added, and what it left out.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -35,50 +62,84 @@ pub struct ImportReport {
     pub sessions: u64,
     pub messages: u64,
     pub runs: u64,
+    /// 2026.9 task ledger rows
+    pub tasks: u64,
     pub skipped: Vec<Skipped>,
+    /// the layouts found, each with what it added
+    pub layouts: std::collections::BTreeMap<Layout, LayoutCounts>,
 }
 
 impl ImportReport {
     pub fn to_json(&self) -> Value {
+        let layouts: Vec<Value> = self
+            .layouts
+            .iter()
+            .map(|(l, c)| {
+                serde_json::json!({"layout": l.name(), "sessions": c.sessions, "messages": c.messages, "runs": c.runs, "tasks": c.tasks})
+            })
+            .collect();
         serde_json::json!({
             "sessions": self.sessions,
             "messages": self.messages,
             "runs": self.runs,
+            "tasks": self.tasks,
+            "layouts": layouts,
             "skipped": self.skipped.iter().map(Skipped::to_json).collect::<Vec<_>>(),
         })
+    }
+
+    /// Counts what `layout` added (and notes that it was found).
+    pub(super) fn add(&mut self, layout: Layout, sessions: u64, messages: u64, runs: u64, tasks: u64) {
+        let c = self.layouts.entry(layout).or_default();
+        c.sessions += sessions;
+        c.messages += messages;
+        c.runs += runs;
+        c.tasks += tasks;
+        self.sessions += sessions;
+        self.messages += messages;
+        self.runs += runs;
+        self.tasks += tasks;
     }
 }
 
 /// One entry read from a store file, on its way in.
-struct Candidate {
-    key: String,
-    entry: Entry,
-    updated: i64,
+pub(super) struct Candidate {
+    pub(super) key: String,
+    pub(super) entry: Entry,
+    pub(super) updated: i64,
     /// `updatedAt` was missing and became the import's "now": never newer than a stored entry,
     /// so that importing again changes nothing
-    updated_missing: bool,
+    pub(super) updated_missing: bool,
     /// the raw key already was the canonical one (wins a tie)
-    was_canonical: bool,
+    pub(super) was_canonical: bool,
     /// a legacy direct chat key (may become the main entry, §2.8)
-    legacy_direct: bool,
-    agent: String,
+    pub(super) legacy_direct: bool,
+    pub(super) agent: String,
     /// folder of the store file it came from
-    store_dir: PathBuf,
+    pub(super) store_dir: PathBuf,
     /// the store file, relative to the state folder
-    store_rel: String,
-    session_file: Option<String>,
+    pub(super) store_rel: String,
+    pub(super) session_file: Option<String>,
+    /// the 2026.9 agent database it came from (an index into `Importer::dbs`), `None` for 2026.1
+    pub(super) db: Option<usize>,
 }
 
-struct Importer<'a> {
-    root: PathBuf,
-    km: &'a KeyModel,
+pub(super) struct Importer<'a> {
+    pub(super) root: PathBuf,
+    pub(super) km: &'a KeyModel,
     mirror_dir: Option<&'a Path>,
-    now: i64,
-    report: ImportReport,
+    pub(super) now: i64,
+    pub(super) report: ImportReport,
+    /// the 2026.9 agent databases being read (each inside its read transaction)
+    pub(super) dbs: Vec<crate::store::oc9_read::Oc9Db>,
 }
+
+/// One session of a batch: the candidate, its transcript, and (2026.9) the transcripts of its
+/// other generations by session id.
+type BatchItem = (usize, Option<Messages>, Vec<(String, Messages)>);
 
 impl Importer<'_> {
-    fn skip(&mut self, file: &str, line: Option<usize>, reason: impl Into<String>) {
+    pub(super) fn skip(&mut self, file: &str, line: Option<usize>, reason: impl Into<String>) {
         self.report.skipped.push(Skipped { file: file.to_owned(), line, reason: reason.into() });
     }
 
@@ -217,21 +278,9 @@ impl Importer<'_> {
                 store_dir: store_dir.clone(),
                 store_rel: rel.clone(),
                 session_file,
+                db: None,
             };
-            match index.get(&c.key) {
-                None => {
-                    index.insert(c.key.clone(), into.len());
-                    into.push(c);
-                }
-                Some(&at) => {
-                    let old = &into[at];
-                    let wins = c.updated > old.updated
-                        || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
-                    if wins {
-                        into[at] = c;
-                    }
-                }
-            }
+            offer(c, into, index);
         }
     }
 
@@ -320,6 +369,7 @@ impl Importer<'_> {
                 store_dir: src.store_dir.clone(),
                 store_rel: src.store_rel.clone(),
                 session_file: src.session_file.clone(),
+                db: src.db,
             };
             index.insert(main, cands.len());
             cands.push(copy);
@@ -327,12 +377,32 @@ impl Importer<'_> {
     }
 
     /// Writes one batch of entries with their transcripts in one transaction.
-    fn write_batch(&mut self, store: &Store, batch: &[(usize, Option<Messages>)], cands: &[Candidate]) -> Result<()> {
+    fn write_batch(&mut self, store: &Store, batch: &[BatchItem], cands: &[Candidate]) -> Result<()> {
         let (mirror_dir, now) = (self.mirror_dir, self.now);
-        let (sessions, messages) = store.write(|db| {
-            let (mut sessions, mut messages) = (0u64, 0u64);
-            for (i, transcript) in batch {
+        let counts = store.write(|db| {
+            let mut counts: HashMap<Layout, (u64, u64)> = HashMap::new();
+            let add_messages = |sid: &str, msgs: &Messages| -> Result<u64> {
+                let have = db.message_count(sid)? as usize;
+                if msgs.len() <= have {
+                    return Ok(0);
+                }
+                let added = &msgs[have..];
+                let first = db.append_messages(sid, added)?;
+                if let Some(dir) = mirror_dir {
+                    // As appendMessages does: inside the transaction, for the rows' order;
+                    // a failed mirror write fails nothing (SQLite is the source of truth).
+                    let texts: Vec<String> = added.iter().map(|(_, t)| t.clone()).collect();
+                    let _ = crate::mirror::append(dir, sid, first, &texts, now);
+                }
+                Ok(added.len() as u64)
+            };
+            for (i, transcript, generations) in batch {
                 let c = &cands[*i];
+                let layout = if c.db.is_some() { Layout::Sqlite } else { Layout::Json };
+                let (sessions, messages) = counts.entry(layout).or_default();
+                for (sid, msgs) in generations {
+                    *messages += add_messages(sid, msgs)?;
+                }
                 let sid = entry::str_field(&c.entry, "sessionId").unwrap_or_default();
                 let stored_sid = match db.session(&c.key)? {
                     Some(existing) if c.updated_missing || entry::updated_at(&existing) >= c.updated => {
@@ -340,7 +410,7 @@ impl Importer<'_> {
                     }
                     _ => {
                         db.put_session(&c.key, &c.entry)?;
-                        sessions += 1;
+                        *sessions += 1;
                         sid.to_owned()
                     }
                 };
@@ -349,23 +419,13 @@ impl Importer<'_> {
                 if stored_sid != sid {
                     continue;
                 }
-                let have = db.message_count(sid)? as usize;
-                if msgs.len() > have {
-                    let added = &msgs[have..];
-                    let first = db.append_messages(sid, added)?;
-                    messages += added.len() as u64;
-                    if let Some(dir) = mirror_dir {
-                        // As appendMessages does: inside the transaction, for the rows' order;
-                        // a failed mirror write fails nothing (SQLite is the source of truth).
-                        let texts: Vec<String> = added.iter().map(|(_, t)| t.clone()).collect();
-                        let _ = crate::mirror::append(dir, sid, first, &texts, now);
-                    }
-                }
+                *messages += add_messages(sid, msgs)?;
             }
-            Ok((sessions, messages))
+            Ok(counts)
         })?;
-        self.report.sessions += sessions;
-        self.report.messages += messages;
+        for (layout, (sessions, messages)) in counts {
+            self.report.add(layout, sessions, messages, 0, 0);
+        }
         Ok(())
     }
 
@@ -404,8 +464,26 @@ impl Importer<'_> {
             }
             Ok(n)
         })?;
-        self.report.runs += added;
+        self.report.add(Layout::Json, 0, 0, added, 0);
         Ok(())
+    }
+}
+
+/// Adds a candidate, or keeps the one already under its key when that one wins: the larger
+/// `updatedAt`, on a tie the one that already had the canonical key.
+pub(super) fn offer(c: Candidate, into: &mut Vec<Candidate>, index: &mut HashMap<String, usize>) {
+    match index.get(&c.key) {
+        None => {
+            index.insert(c.key.clone(), into.len());
+            into.push(c);
+        }
+        Some(&at) => {
+            let old = &into[at];
+            let wins = c.updated > old.updated || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
+            if wins {
+                into[at] = c;
+            }
+        }
     }
 }
 
@@ -413,7 +491,7 @@ impl Importer<'_> {
 /// `SubagentRun`: v1 fields migrated, keys canonicalised, `announce` derived from the cleanup
 /// state (kept as is when the record already has a valid one, as our export writes), unknown
 /// fields kept.
-fn run_row(v: &Value, v1: bool, km: &KeyModel, now: i64) -> std::result::Result<SubagentRunRow, String> {
+pub(super) fn run_row(v: &Value, v1: bool, km: &KeyModel, now: i64) -> std::result::Result<SubagentRunRow, String> {
     let Value::Object(src) = v else { return Err("a run record that is not an object".into()) };
     let Some(run_id) = src.get("runId").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
         return Err("a run record without a runId".into());
@@ -509,12 +587,16 @@ pub fn import_state_dir(
     if !root.is_dir() {
         return Err(Error::store(format!("cannot import {}: not a folder", dir.display())));
     }
-    let mut imp = Importer { root, km, mirror_dir, now, report: ImportReport::default() };
+    let mut imp = Importer { root, km, mirror_dir, now, report: ImportReport::default(), dbs: Vec::new() };
     let mut cands = Vec::new();
     let mut index = HashMap::new();
     for (i, (path, agent)) in imp.store_files().into_iter().enumerate() {
+        if path.exists() {
+            imp.report.layouts.entry(Layout::Json).or_default();
+        }
         imp.read_store(&path, &agent, i == 0, &mut cands, &mut index);
     }
+    imp.read_agent_databases(&mut cands, &mut index);
     imp.adopt_main_entries(&mut cands, &mut index);
 
     // A transcript is read once per session id, for the first entry that names it.
@@ -523,13 +605,16 @@ pub fn import_state_dir(
     let mut batch_messages = 0usize;
     for i in 0..cands.len() {
         let sid = entry::str_field(&cands[i].entry, "sessionId").unwrap_or_default().to_owned();
-        let transcript = if read_sids.insert(sid.clone()) {
-            imp.transcript_file(&cands[i], &sid).map(|f| imp.read_transcript(&f))
-        } else {
-            None
+        let (transcript, generations) = match cands[i].db {
+            Some(db) => imp.database_transcripts(db, &cands[i], &mut read_sids),
+            None if read_sids.insert(sid.clone()) => {
+                (imp.transcript_file(&cands[i], &sid).map(|f| imp.read_transcript(&f)), Vec::new())
+            }
+            None => (None, Vec::new()),
         };
         batch_messages += transcript.as_ref().map_or(0, Vec::len);
-        batch.push((i, transcript));
+        batch_messages += generations.iter().map(|(_, m)| m.len()).sum::<usize>();
+        batch.push((i, transcript, generations));
         if batch_messages >= BATCH_MESSAGES || batch.len() >= BATCH_SESSIONS {
             imp.write_batch(store, &batch, &cands)?;
             batch.clear();
@@ -540,5 +625,6 @@ pub fn import_state_dir(
         imp.write_batch(store, &batch, &cands)?;
     }
     imp.import_runs(store)?;
+    imp.import_database_runs(store)?;
     Ok(imp.report)
 }

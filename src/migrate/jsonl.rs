@@ -54,22 +54,31 @@ pub fn read(bytes: &[u8]) -> Transcript {
                 continue;
             }
         }
-        let Some(obj) = v.as_object_mut() else { continue };
-        let Some(message) = obj.get_mut("message") else { continue };
-        if !truthy(message) {
-            continue;
+        match message_of(&mut v, version.unwrap_or(1)) {
+            Some(Ok(m)) => out.messages.push(m),
+            Some(Err(reason)) => out.bad_lines.push((i + 1, reason)),
+            None => {}
         }
-        let Some(m) = message.as_object_mut() else {
-            out.bad_lines.push((i + 1, "its message is not an object".into()));
-            continue;
-        };
-        if version.unwrap_or(1) < 3 && m.get("role").and_then(Value::as_str) == Some("hookMessage") {
-            m.insert("role".into(), Value::from("custom"));
-        }
-        let role = m.get("role").and_then(Value::as_str).map(str::to_owned);
-        out.messages.push((role, message.to_string()));
     }
     out
+}
+
+/// The message one transcript entry contributes (role, JSON text), by the rule above: `None`
+/// for an entry without a truthy `message`, `Err` for one whose message is not an object.
+/// `version` is the transcript's (1 when it has no header).
+pub fn message_of(entry: &mut Value, version: i64) -> Option<Result<(Option<String>, String), String>> {
+    let message = entry.as_object_mut()?.get_mut("message")?;
+    if !truthy(message) {
+        return None;
+    }
+    let Some(m) = message.as_object_mut() else {
+        return Some(Err("its message is not an object".into()));
+    };
+    if version < 3 && m.get("role").and_then(Value::as_str) == Some("hookMessage") {
+        m.insert("role".into(), Value::from("custom"));
+    }
+    let role = m.get("role").and_then(Value::as_str).map(str::to_owned);
+    Some(Ok((role, message.to_string())))
 }
 
 #[cfg(test)]
