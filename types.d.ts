@@ -310,12 +310,26 @@ export interface ImportLayoutCounts {
   tasks: number
 }
 
+/** How `exportStateDir` writes. */
+export interface ExportOptions {
+  /**
+   * `2026.1` (default): `sessions.json` + JSONL transcripts + `subagents/runs.json`.
+   * `2026.9`: into the SQLite databases of a state folder the 2026.9 gateway has initialised
+   * (its `agents/<id>/agent/openclaw-agent.sqlite` and `state/openclaw.sqlite` exist).
+   */
+  layout?: '2026.1' | '2026.9'
+}
+
 /** What `exportStateDir` wrote. */
 export interface ExportReport {
+  /** the layout written */
+  layout: '2026.1' | '2026.9'
   sessions: number
   messages: number
   /** sub-agent registry records */
   runs: number
+  /** task ledger rows (2026.9 only) */
+  tasks: number
   files: number
   /** sessions whose transcript could not be written (a sessionId that is not a file name) */
   skipped: SkippedItem[]

@@ -123,7 +123,7 @@ describe('command line (API.md §6)', () => {
     const state = stateFolder()
     const imp = cli(['import', state], cwd)
     expect(imp.code).toBe(0)
-    expect(imp.stdout).toMatch(/^imported 2 session\(s\), 2 message\(s\), 0 run\(s\) from .+; 1 skipped\n {2}skipped agents\/main\/sessions\/s-main\.jsonl:3: /)
+    expect(imp.stdout).toMatch(/^imported 2 session\(s\), 2 message\(s\), 0 run\(s\) from .+; 1 skipped\n {2}layout 2026\.1: 2 session\(s\), 2 message\(s\), 0 run\(s\)\n {2}skipped agents\/main\/sessions\/s-main\.jsonl:3: /)
     const list = cli(['list'], cwd)
     expect(list.stdout.split('\n')[0]).toMatch(/^KEY\s+KIND\s+UPDATED\s+NAME\s+TOKENS$/)
     expect(list.stdout).toContain('agent:main:main')

@@ -223,11 +223,29 @@ impl Engine {
         Ok(report.to_json())
     }
 
-    /// `exportStateDir(dir)`: `{sessions, messages, runs, files, skipped}` written.
-    pub fn export_state_dir(&self, dir: &Value) -> Result<Value> {
+    /// `exportStateDir(dir, { layout })`: `{sessions, messages, runs, tasks, files, skipped}`
+    /// written; `layout` `'2026.1'` (the default) writes `sessions.json` + JSONL, `'2026.9'` writes
+    /// into the SQLite databases of a folder the 2026.9 gateway has initialised.
+    pub fn export_state_dir(&self, dir: &Value, opts: &Value) -> Result<Value> {
         let dir = dir_arg(dir)?;
+        let layout = match opts {
+            Value::Null => "2026.1",
+            Value::Object(o) => match o.get("layout") {
+                None | Some(Value::Null) => "2026.1",
+                Some(Value::String(s)) if s == "2026.1" || s == "2026.9" => s.as_str(),
+                Some(_) => return Err(Error::invalid_request("invalid layout: must be '2026.1' or '2026.9'")),
+            },
+            _ => return Err(Error::invalid_request("invalid options: must be an object")),
+        };
         let cfg = self.config();
-        Ok(crate::migrate::export_state_dir(&self.store, cfg.key_model(), &dir)?.to_json())
+        let report = if layout == "2026.9" {
+            crate::migrate::export_state_dir_2026_9(&self.store, cfg.key_model(), &dir)?
+        } else {
+            crate::migrate::export_state_dir(&self.store, cfg.key_model(), &dir)?
+        };
+        let mut out = report.to_json();
+        out["layout"] = Value::from(layout);
+        Ok(out)
     }
 
     /// `stats()`: `{sessions, messages, runs, outboxPending, dbBytes}` (`runs`: sub-agent

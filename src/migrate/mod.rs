@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 pub use export::{export_state_dir, ExportReport};
 pub use import::{import_state_dir, ImportReport, Layout};
+pub use sqlite9::export::export_state_dir_2026_9;
 
 /// A file or line left out, and why (`file` relative to the folder given, `line` 1-based).
 #[derive(Debug, Clone, PartialEq, Eq)]

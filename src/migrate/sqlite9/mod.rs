@@ -329,4 +329,6 @@ pub fn task_row(row: &Map<String, Value>) -> Result<Task9Row, String> {
 }
 
 #[cfg(test)]
+mod export_tests;
+#[cfg(test)]
 mod tests;

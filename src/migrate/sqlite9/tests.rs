@@ -17,7 +17,7 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("__test__/fixtures/openclaw-2026.9/state")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(super) fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for e in fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -31,7 +31,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// A private copy of the fixture folder.
-fn fixture_copy(tag: &str) -> PathBuf {
+pub(super) fn fixture_copy(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("st-oc9-{tag}-{}", uuid::Uuid::new_v4()));
     copy_dir(&fixture(), &d);
     d
@@ -54,7 +54,7 @@ fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-fn import(dir: &Path) -> (Store, crate::migrate::ImportReport) {
+pub(super) fn import(dir: &Path) -> (Store, crate::migrate::ImportReport) {
     let st = Store::open(":memory:").unwrap();
     let km = KeyModel::new(false, "main", "main");
     let r = import_state_dir(&st, &km, None, dir, 1_800_000_000_000).unwrap();
