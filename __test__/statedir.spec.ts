@@ -196,8 +196,11 @@ describe('importStateDir (API.md §5, REFERENCE.md §2.8)', () => {
     expect(Object.keys(JSON.parse(fs.readFileSync(path.join(out, 'agents/work/sessions/sessions.json'), 'utf8'))).sort()).toEqual(['agent:work:main', 'agent:work:slack:channel:c1'])
     const lines = fs.readFileSync(path.join(out, 'agents/main/sessions/sid-main.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session', version: 3, id: 'sid-main' })
-    expect(lines.slice(1).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
-    expect(lines[2].parentId).toBe(lines[1].id)
+    // every entry the file had, in order with its id and parent link (issue 12 item 3)
+    expect(lines.slice(1).map((l) => l.id)).toEqual(['aaaaaaa1', 'aaaaaaa2', 'aaaaaaa3', 'aaaaaaa4'])
+    expect(lines[2]).toMatchObject({ type: 'thinking_level_change', parentId: 'aaaaaaa1', thinkingLevel: 'high' })
+    expect(lines.slice(1).filter((l) => l.message).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
+    expect(lines[3].parentId).toBe(lines[2].id)
     // a topic session keeps its transcript under the topic name, named by sessionFile
     const topicFile = path.join(out, 'agents/main/sessions/sid-topic-topic-7.jsonl')
     expect(fs.existsSync(topicFile)).toBe(true)
@@ -233,7 +236,8 @@ describe('importStateDir (API.md §5, REFERENCE.md §2.8)', () => {
     expect(main.transcriptPath).toBe(path.join(dir, 'transcripts', 'sid-main.jsonl'))
     const lines = fs.readFileSync(main.transcriptPath, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session', version: 3, id: 'sid-main' })
-    expect(lines.slice(1).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
+    expect(lines.slice(1).filter((l) => l.message).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
+    expect(lines.slice(1).map((l) => l.id)).toEqual(['aaaaaaa1', 'aaaaaaa2', 'aaaaaaa3', 'aaaaaaa4'])
   })
 
   test('given JSON5 quirks, broken stores and a bad registry when imported then each bad part is reported and the rest imported', async () => {

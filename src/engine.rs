@@ -159,7 +159,7 @@ impl Engine {
                     // order and never hold what was rolled back. A failed mirror write never
                     // fails the append: SQLite is the source of truth.
                     let texts: Vec<String> = rows.iter().map(|(_, t)| t.clone()).collect();
-                    let _ = crate::mirror::append(dir, sid, *first, &texts, now);
+                    let _ = crate::mirror::append(dir, sid, first, &texts, now);
                 }
             },
         )?;

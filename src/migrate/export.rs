@@ -148,7 +148,7 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
                 };
                 let file = sessions_dir.join(&name);
                 if !mirror::is_safe_file_id(&sid) {
-                    if db.message_count(&sid)? > 0 {
+                    if db.entry_count(&sid)? > 0 {
                         report.skipped.push(Skipped {
                             file: relative(&root, &sessions_dir.join("sessions.json")),
                             line: None,
@@ -163,8 +163,7 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
                         e.insert("sessionFile".into(), Value::from(file.to_string_lossy().into_owned()));
                     }
                 } else {
-                    let n = write_transcript(db, &file, &sid, entry::updated_at(&e))?;
-                    if n > 0 {
+                    if let Some(n) = write_transcript(db, &file, &sid, entry::updated_at(&e))? {
                         written.insert(sid.clone());
                         report.files += 1;
                         report.messages += n;
@@ -204,33 +203,24 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
     Ok(report)
 }
 
-/// The `timestamp` (ms) of a stored message, read without building the whole message.
-fn message_time(text: &str) -> Option<i64> {
-    #[derive(serde::Deserialize)]
-    struct Stamp {
-        timestamp: Option<Value>,
-    }
-    let s: Stamp = serde_json::from_str(text).ok()?;
-    s.timestamp?.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)
-}
-
-/// Writes the transcript of `sid` (header first) when it has messages; how many it wrote.
-fn write_transcript(db: &crate::store::Db<'_>, file: &Path, sid: &str, updated: i64) -> Result<u64> {
-    if db.message_count(sid)? == 0 {
-        return Ok(0);
+/// Writes the transcript of `sid` (header first) when it has entries: every entry in order,
+/// messages and the others, with their ids and parent links. How many messages it wrote;
+/// `None` when the transcript is empty (no file).
+fn write_transcript(db: &crate::store::Db<'_>, file: &Path, sid: &str, updated: i64) -> Result<Option<u64>> {
+    if db.entry_count(sid)? == 0 {
+        return Ok(None);
     }
     let mut w = create_file(file)?;
     let mut line = mirror::header_line(sid, updated);
     line.push('\n');
     w.write_all(line.as_bytes()).map_err(|e| io_err(file, e))?;
-    let mut n: i64 = 0;
-    db.each_message(sid, |_, text| {
-        n += 1;
-        let ts = message_time(text).unwrap_or(updated);
-        let mut line = mirror::message_line(n, text, ts);
+    let mut n = 0u64;
+    db.each_entry(sid, |e| {
+        n += u64::from(e.body.is_message());
+        let mut line = mirror::entry_line(&e, updated);
         line.push('\n');
         w.write_all(line.as_bytes()).map_err(|e| io_err(file, e))
     })?;
     w.flush().map_err(|e| io_err(file, e))?;
-    Ok(n as u64)
+    Ok(Some(n))
 }

@@ -3,10 +3,14 @@
 //!
 //! Keys are canonicalised per [`KeyModel::import_canonical`]; two entries landing on one key keep
 //! the one with the larger `updatedAt` (on a tie, the one that already had the canonical key);
-//! an entry already in the store is replaced only by a newer one. A transcript adds only the
-//! messages past those already stored for its session id, so a second import adds nothing. The
-//! writes go in batches of transactions, so a large folder neither holds the store for long
-//! nor keeps much in memory.
+//! an entry already in the store is replaced only by a newer one. A transcript's entries (its
+//! messages and the entries that are not messages, with their ids and parent links) are matched
+//! against those already stored for its session id, entry by entry (by id, or by content for an
+//! entry without one): when the stored ones begin the file, only the rest is added (so a second
+//! import adds nothing); when the file begins the stored ones (messages appended here since),
+//! nothing changes; otherwise the gateway rewrote the file (a compaction, a branch) and the
+//! stored transcript is replaced by what the file now holds. The writes go in batches of
+//! transactions, so a large folder neither holds the store for long nor keeps much in memory.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -19,12 +23,13 @@ use crate::error::{Error, Result};
 use crate::keys::{normalize_agent_id, parse_agent_key, KeyModel};
 use crate::mirror::is_safe_file_id;
 use crate::store::bulk::SubagentRunRow;
+use crate::store::transcripts::{EntryBody, NewEntry, StoredEntry};
 use crate::store::Store;
 
-/// A transcript's messages as stored: role and JSON text.
-type Messages = Vec<(Option<String>, String)>;
+/// A transcript's entries as read.
+type Entries = Vec<NewEntry>;
 
-/// A batch is written once it holds this many messages …
+/// A batch is written once it holds this many entries …
 const BATCH_MESSAGES: usize = 50_000;
 /// … or this many sessions.
 const BATCH_SESSIONS: usize = 2_000;
@@ -279,14 +284,14 @@ impl Importer<'_> {
         None
     }
 
-    fn read_transcript(&mut self, file: &Path) -> Messages {
+    fn read_transcript(&mut self, file: &Path) -> Entries {
         let Some((real, bytes)) = self.read_bytes(file) else { return Vec::new() };
         let rel = relative(&self.root, &real);
         let t = jsonl::read(&bytes);
         for (line, reason) in t.bad_lines {
             self.skip(&rel, Some(line), reason);
         }
-        t.messages
+        t.entries
     }
 
     /// §2.8: when an agent has no main entry, the most recent direct entry of the legacy single
@@ -327,7 +332,7 @@ impl Importer<'_> {
     }
 
     /// Writes one batch of entries with their transcripts in one transaction.
-    fn write_batch(&mut self, store: &Store, batch: &[(usize, Option<Messages>)], cands: &[Candidate]) -> Result<()> {
+    fn write_batch(&mut self, store: &Store, batch: &[(usize, Option<Entries>)], cands: &[Candidate]) -> Result<()> {
         let (mirror_dir, now) = (self.mirror_dir, self.now);
         let (sessions, messages) = store.write(|db| {
             let (mut sessions, mut messages) = (0u64, 0u64);
@@ -345,21 +350,22 @@ impl Importer<'_> {
                     }
                 };
                 // Only the transcript of the entry the store keeps; only what it lacks.
-                let Some(msgs) = transcript else { continue };
+                let Some(entries) = transcript else { continue };
                 if stored_sid != sid {
                     continue;
                 }
-                let have = db.message_count(sid)? as usize;
-                if msgs.len() > have {
-                    let added = &msgs[have..];
-                    let first = db.append_messages(sid, added)?;
-                    messages += added.len() as u64;
-                    if let Some(dir) = mirror_dir {
-                        // As appendMessages does: inside the transaction, for the rows' order;
-                        // a failed mirror write fails nothing (SQLite is the source of truth).
-                        let texts: Vec<String> = added.iter().map(|(_, t)| t.clone()).collect();
-                        let _ = crate::mirror::append(dir, sid, first, &texts, now);
-                    }
+                let (replace, added) = match sync_plan(db, sid, entries)? {
+                    Sync::Nothing => continue,
+                    Sync::Append(from) => (false, &entries[from..]),
+                    Sync::Replace => (true, &entries[..]),
+                };
+                let at = if replace { db.replace_transcript(sid, added)? } else { db.append_entries(sid, added)? };
+                messages += added.iter().filter(|e| e.body.is_message()).count() as u64;
+                if let Some(dir) = mirror_dir {
+                    // As appendMessages does: inside the transaction, for the rows' order;
+                    // a failed mirror write fails nothing (SQLite is the source of truth).
+                    let lines = stored_lines(&at, added, now);
+                    let _ = crate::mirror::write_lines(dir, sid, &lines, now, replace);
                 }
             }
             Ok((sessions, messages))
@@ -407,6 +413,72 @@ impl Importer<'_> {
         self.report.runs += added;
         Ok(())
     }
+}
+
+/// What a re-import does with a transcript the store already has entries of.
+enum Sync {
+    /// the file holds nothing the store lacks
+    Nothing,
+    /// the stored entries begin the file: add the file's entries from this index
+    Append(usize),
+    /// the file was rewritten: replace the stored transcript with it
+    Replace,
+}
+
+/// Whether an entry read from a file is the stored one: by id when it has one, else by content.
+fn same_entry(read: &NewEntry, stored: &StoredEntry) -> bool {
+    if let Some(id) = &read.id {
+        return *id == stored.id && read.body.is_message() == stored.body.is_message();
+    }
+    match (&read.body, &stored.body) {
+        (EntryBody::Message { message: a, .. }, EntryBody::Message { message: b, .. }) => a == b,
+        (EntryBody::Other { entry: a, .. }, EntryBody::Other { entry: b, .. }) => a == b,
+        _ => false,
+    }
+}
+
+/// Compares the file's entries with the stored ones (read only when there are some).
+fn sync_plan(db: &crate::store::Db<'_>, sid: &str, file: &[NewEntry]) -> Result<Sync> {
+    if db.entry_count(sid)? == 0 {
+        return Ok(if file.is_empty() { Sync::Nothing } else { Sync::Append(0) });
+    }
+    let (mut matched, mut diverged, mut stored_n) = (0usize, false, 0usize);
+    db.each_entry(sid, |e| {
+        stored_n += 1;
+        if !diverged {
+            match file.get(matched) {
+                Some(read) if same_entry(read, &e) => matched += 1,
+                Some(_) => diverged = true,
+                None => {}
+            }
+        }
+        Ok(())
+    })?;
+    Ok(if diverged {
+        Sync::Replace
+    } else if matched == stored_n && file.len() > matched {
+        Sync::Append(matched)
+    } else {
+        // Everything the file holds is stored (and perhaps more appended here since).
+        Sync::Nothing
+    })
+}
+
+/// The mirror lines of entries just written where `at` says.
+fn stored_lines(at: &crate::store::transcripts::Appended, added: &[NewEntry], now: i64) -> Vec<String> {
+    let mut parent = at.first_parent.clone();
+    let mut lines = Vec::with_capacity(added.len());
+    for (i, e) in added.iter().enumerate() {
+        let seq = at.first_seq + i as i64;
+        let (id, parent_id) = match &e.id {
+            Some(id) => (id.clone(), e.parent_id.clone()),
+            None => (crate::store::transcripts::seq_id(seq), parent.clone()),
+        };
+        let stored = StoredEntry { seq, id: id.clone(), parent_id, body: e.body.clone() };
+        lines.push(crate::mirror::entry_line(&stored, now));
+        parent = Some(id);
+    }
+    lines
 }
 
 /// A registry record of `runs.json` (§6.4, §6.6) as a `subagent_runs` row holding the API.md §4
