@@ -294,6 +294,23 @@ export interface ImportReport {
   /** sub-agent registry records */
   runs: number
   skipped: SkippedItem[]
+  /** entries that landed on a key another entry of the folder also landed on */
+  merged: MergedItem[]
+}
+
+/**
+ * An entry of the folder that collided with another on one key: dropped for the newer one (the
+ * gateway's rule), or, under `session.scope: "global"`, kept under its own agent's key `keptAs`.
+ */
+export interface MergedItem {
+  /** the store file, relative to the folder */
+  file: string
+  /** its key as the file has it */
+  key: string
+  sessionId: string
+  /** the key it landed on */
+  into: string
+  keptAs?: string
 }
 
 /** What `exportStateDir` wrote. */

@@ -114,6 +114,10 @@ function textOf(message) {
     .join(' ')
 }
 
+function mergedLines(merged = []) {
+  return merged.map((m) => `  merged ${m.file} ${m.key} into ${m.into}${m.keptAs ? `, kept as ${m.keptAs}` : ', dropped for the newer entry'}`)
+}
+
 function skippedLines(skipped) {
   return skipped.map((s) => `  skipped ${s.file}${s.line ? `:${s.line}` : ''}: ${s.reason}`)
 }
@@ -152,7 +156,7 @@ async function run(command, args, opts) {
       }
       case 'import': {
         const r = await withProgress(`importing ${args[0]}`, st.importStateDir(args[0]))
-        print(r, [`imported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s) from ${args[0]}; ${r.skipped.length} skipped`, ...skippedLines(r.skipped)].join('\n'))
+        print(r, [`imported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s) from ${args[0]}; ${r.skipped.length} skipped`, ...skippedLines(r.skipped), ...mergedLines(r.merged)].join('\n'))
         break
       }
       case 'export': {

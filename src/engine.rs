@@ -223,11 +223,24 @@ impl Engine {
         Ok(report.to_json())
     }
 
-    /// `exportStateDir(dir)`: `{sessions, messages, runs, files, skipped}` written.
-    pub fn export_state_dir(&self, dir: &Value) -> Result<Value> {
+    /// `exportStateDir(dir, {stateDir?})`: `{sessions, messages, runs, files, skipped}` written.
+    /// `stateDir`: the absolute path the folder will be used from once moved into place.
+    pub fn export_state_dir(&self, dir: &Value, opts: &Value) -> Result<Value> {
         let dir = dir_arg(dir)?;
+        let mut p = Params::new("exportStateDir", opts, &["stateDir"])?;
+        let state_dir = p.string("stateDir", 1, 4096).map(PathBuf::from);
+        p.finish()?;
+        if let Some(d) =
+            state_dir.as_ref().filter(|d| !d.is_absolute() || d.as_os_str().to_string_lossy().contains('\0'))
+        {
+            return Err(Error::invalid_request(format!(
+                "invalid stateDir: must be an absolute path ({} is not)",
+                crate::error::clip(&d.to_string_lossy())
+            )));
+        }
         let cfg = self.config();
-        Ok(crate::migrate::export_state_dir(&self.store, cfg.key_model(), &dir)?.to_json())
+        let report = crate::migrate::export_state_dir(&self.store, cfg.key_model(), &dir, state_dir.as_deref())?;
+        Ok(report.to_json())
     }
 
     /// `stats()`: `{sessions, messages, runs, outboxPending, dbBytes}` (`runs`: sub-agent

@@ -7,7 +7,7 @@
 //! is not a plain file name gets no transcript (reported), and a folder or file that is a
 //! symbolic link is refused. The whole export reads one snapshot of the store.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -112,8 +112,12 @@ fn gateway_run(record: &str) -> Option<Value> {
     Some(Value::Object(r))
 }
 
-/// Exports `store` as a gateway state folder at `dir` (API.md §5).
-pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<ExportReport> {
+/// Exports `store` as a gateway state folder at `dir` (API.md §5). `state_dir` is where the
+/// folder will be used from when it is moved into place (default: `dir` itself): a topic
+/// session's `sessionFile` is written as an absolute path below it, as the gateway records it
+/// (the 2026.1 gateway opens `sessionFile` as given, so a relative one would be read against its
+/// working directory).
+pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path, state_dir: Option<&Path>) -> Result<ExportReport> {
     let mut b = fs::DirBuilder::new();
     b.recursive(true);
     #[cfg(unix)]
@@ -123,6 +127,7 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
     }
     b.create(dir).map_err(|e| io_err(dir, e))?;
     let root = fs::canonicalize(dir).map_err(|e| io_err(dir, e))?;
+    let target = state_dir.map_or_else(|| root.clone(), Path::to_path_buf);
     let mut report = ExportReport::default();
     store.read(|db| {
         // Entries by agent; keys outside any agent (`global`, `unknown`) go to the default one.
@@ -137,7 +142,9 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
         for (agent, entries) in by_agent {
             let sessions_dir = root.join("agents").join(&agent).join("sessions");
             make_dir(&root, &sessions_dir)?;
-            let mut written: HashSet<String> = HashSet::new();
+            let target_sessions = target.join("agents").join(&agent).join("sessions");
+            // the transcript file written for each session id (one per id, shared by its keys)
+            let mut written: HashMap<String, String> = HashMap::new();
             let mut store_obj = Map::new();
             for (key, mut e) in entries {
                 e.remove("sessionFile");
@@ -146,7 +153,6 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
                     Some(t) => format!("{sid}-topic-{}.jsonl", encode_uri_component(t)),
                     None => format!("{sid}.jsonl"),
                 };
-                let file = sessions_dir.join(&name);
                 if !mirror::is_safe_file_id(&sid) {
                     if db.entry_count(&sid)? > 0 {
                         report.skipped.push(Skipped {
@@ -158,19 +164,18 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
                             ),
                         });
                     }
-                } else if written.contains(&sid) {
-                    if topic_of(&key).is_some() {
-                        e.insert("sessionFile".into(), Value::from(file.to_string_lossy().into_owned()));
-                    }
-                } else {
-                    if let Some(n) = write_transcript(db, &file, &sid, entry::updated_at(&e))? {
-                        written.insert(sid.clone());
+                } else if !written.contains_key(&sid) {
+                    if let Some(n) = write_transcript(db, &sessions_dir.join(&name), &sid, entry::updated_at(&e))? {
+                        written.insert(sid.clone(), name);
                         report.files += 1;
                         report.messages += n;
-                        if topic_of(&key).is_some() {
-                            e.insert("sessionFile".into(), Value::from(file.to_string_lossy().into_owned()));
-                        }
                     }
+                }
+                // The gateway finds `<sessionId>.jsonl` beside the store by itself; any other name
+                // (a topic's) only through `sessionFile`.
+                if let Some(file) = written.get(&sid).filter(|f| **f != format!("{sid}.jsonl")) {
+                    let path = target_sessions.join(file).to_string_lossy().into_owned();
+                    e.insert("sessionFile".into(), Value::from(path));
                 }
                 store_obj.insert(key, Value::Object(e));
                 report.sessions += 1;

@@ -168,8 +168,9 @@ fn a_gateway_folder_imports_with_canonical_keys_messages_in_order_and_a_skip_rep
             "agent:main:subagent:child-1",
             "agent:main:telegram:group:-100:topic:7",
             "agent:main:whatsapp:group:123@g.us",
-            "agent:ops:discord:group:dev",
-            "agent:ops:main",
+            // one case rule (the runtime's): the agent id lower-case, the rest as written
+            "agent:ops:Main",
+            "agent:ops:discord:group:Dev",
         ]
     );
     assert_eq!(r.sessions, 8);
@@ -177,7 +178,7 @@ fn a_gateway_folder_imports_with_canonical_keys_messages_in_order_and_a_skip_rep
     assert_eq!(sessions["agent:main:main"]["sessionId"], "sid-main");
     assert_eq!(sessions["agent:main:main"]["channel"], "telegram");
     assert_eq!(sessions["agent:main:subagent:child-1"]["spawnedBy"], "agent:main:main");
-    assert_eq!(sessions["agent:ops:discord:group:dev"]["groupChannel"], "#dev");
+    assert_eq!(sessions["agent:ops:discord:group:Dev"]["groupChannel"], "#dev");
     assert!(sessions["agent:main:escape"].get("sessionFile").is_none());
     let texts = |sid: &str| {
         msgs[sid]
@@ -236,7 +237,7 @@ fn import_export_import_yields_the_same_store() {
     let a = Store::open(":memory:").unwrap();
     import_state_dir(&a, &km(), None, &root, 99).unwrap();
     let out = tmp("out");
-    let ex = export_state_dir(&a, &km(), &out).unwrap();
+    let ex = export_state_dir(&a, &km(), &out, None).unwrap();
     assert_eq!((ex.sessions, ex.messages, ex.runs), (8, 8, 2));
     let b = Store::open(":memory:").unwrap();
     let r = import_state_dir(&b, &km(), None, &out, 99).unwrap();
@@ -340,7 +341,7 @@ fn export_writes_no_transcript_for_a_session_id_that_is_not_a_file_name() {
         })
         .unwrap();
     let out = tmp("evil");
-    let r = export_state_dir(&store, &km(), &out.join("export")).unwrap();
+    let r = export_state_dir(&store, &km(), &out.join("export"), None).unwrap();
     assert_eq!((r.sessions, r.messages, r.files), (1, 0, 1));
     assert_eq!(r.skipped.len(), 1);
     assert_eq!(snapshot(&out).len(), 1);
@@ -407,7 +408,7 @@ fn export_makes_no_folder_through_a_link_that_leads_outside() {
     let out = tmp("export-links");
     fs::create_dir_all(out.join("agents")).unwrap();
     std::os::unix::fs::symlink(&outside, out.join("agents/ops")).unwrap();
-    let err = export_state_dir(&store, &km(), &out).unwrap_err();
+    let err = export_state_dir(&store, &km(), &out, None).unwrap_err();
     assert_eq!(err.code(), crate::error::ErrorCode::StoreError);
     assert!(err.message().contains("outside the export folder"), "{}", err.message());
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "something was made outside");
@@ -415,7 +416,7 @@ fn export_makes_no_folder_through_a_link_that_leads_outside() {
     fs::remove_file(out.join("agents/ops")).unwrap();
     fs::create_dir_all(out.join("elsewhere")).unwrap();
     std::os::unix::fs::symlink(out.join("elsewhere"), out.join("agents/ops")).unwrap();
-    export_state_dir(&store, &km(), &out).unwrap();
+    export_state_dir(&store, &km(), &out, None).unwrap();
     assert!(out.join("elsewhere/sessions/sessions.json").is_file());
 }
 
@@ -508,11 +509,76 @@ fn export_writes_back_entries_that_are_not_messages_with_their_parent_links_in_o
     import_state_dir(&a, &km(), None, &root, 9).unwrap();
     assert_eq!(texts(&a, "s").len(), 3);
     let out = tmp("tree-out");
-    assert_eq!(export_state_dir(&a, &km(), &out).unwrap().messages, 3);
+    assert_eq!(export_state_dir(&a, &km(), &out, None).unwrap().messages, 3);
     let text = fs::read_to_string(out.join("agents/main/sessions/s.jsonl")).unwrap();
     let lines: Vec<Value> = text.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines, entries);
     let b = Store::open(":memory:").unwrap();
     import_state_dir(&b, &km(), None, &out, 9).unwrap();
     assert_eq!(dump(&b), dump(&a));
+}
+
+#[test]
+fn under_global_scope_every_agents_main_session_stays_reachable_and_the_collision_is_reported() {
+    let root = tmp("global");
+    write(&root, "agents/main/sessions/sessions.json", r#"{"global": {"sessionId": "g-main", "updatedAt": 1}}"#);
+    write(&root, "agents/main/sessions/g-main.jsonl", &v3("g-main", &[m("a", None, "main's")]));
+    write(&root, "agents/ops/sessions/sessions.json", r#"{"global": {"sessionId": "g-ops", "updatedAt": 2}}"#);
+    write(&root, "agents/ops/sessions/g-ops.jsonl", &v3("g-ops", &[m("b", None, "ops's")]));
+    let km = KeyModel::new(true, "main", "main");
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km, None, &root, 9).unwrap();
+    let (sessions, _, _) = dump(&store);
+    // The default agent's keeps `global` (the gateway resolves `global` to its store) although
+    // the other is newer; the other is kept under a key of its own that canonicalises to itself.
+    assert_eq!(sessions["global"]["sessionId"], "g-main");
+    assert_eq!(sessions["agent:ops:global"]["sessionId"], "g-ops");
+    assert_eq!(km.canonical("agent:ops:global").unwrap(), "agent:ops:global");
+    assert_eq!((r.sessions, r.messages), (2, 2));
+    assert_eq!(r.merged.len(), 1);
+    assert_eq!(r.merged[0].kept_as.as_deref(), Some("agent:ops:global"));
+    assert_eq!((r.merged[0].into.as_str(), r.merged[0].session_id.as_str()), ("global", "g-ops"));
+}
+
+#[test]
+fn an_entry_that_loses_a_collision_is_reported() {
+    let root = tmp("collide");
+    write(
+        &root,
+        "agents/main/sessions/sessions.json",
+        r#"{"main": {"sessionId": "old", "updatedAt": 1}, "agent:main:main": {"sessionId": "new", "updatedAt": 2}}"#,
+    );
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 9).unwrap();
+    assert_eq!(dump(&store).0["agent:main:main"]["sessionId"], "new");
+    assert_eq!(r.merged.len(), 1);
+    assert_eq!((r.merged[0].key.as_str(), r.merged[0].session_id.as_str()), ("main", "old"));
+    assert_eq!(r.merged[0].kept_as, None);
+}
+
+#[test]
+fn a_topic_sessions_file_is_written_for_the_folder_it_will_be_used_from() {
+    let root = tmp("topic");
+    write(
+        &root,
+        "agents/main/sessions/sessions.json",
+        r#"{"agent:main:telegram:group:-1:topic:42": {"sessionId": "t", "updatedAt": 1},
+            "agent:main:main": {"sessionId": "m", "updatedAt": 1}}"#,
+    );
+    write(&root, "agents/main/sessions/t-topic-42.jsonl", &v3("t", &[m("a", None, "in topic")]));
+    write(&root, "agents/main/sessions/m.jsonl", &v3("m", &[m("b", None, "main")]));
+    let store = Store::open(":memory:").unwrap();
+    import_state_dir(&store, &km(), None, &root, 9).unwrap();
+    let out = tmp("topic-out");
+    let live = Path::new("/srv/gateway/state");
+    export_state_dir(&store, &km(), &out, Some(live)).unwrap();
+    let text = fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap();
+    let written: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        written["agent:main:telegram:group:-1:topic:42"]["sessionFile"],
+        "/srv/gateway/state/agents/main/sessions/t-topic-42.jsonl"
+    );
+    assert!(out.join("agents/main/sessions/t-topic-42.jsonl").is_file());
+    // the gateway finds `<sessionId>.jsonl` beside its store without one
+    assert_eq!(written["agent:main:main"].get("sessionFile"), None);
 }

@@ -41,15 +41,40 @@ pub struct ImportReport {
     pub messages: u64,
     pub runs: u64,
     pub skipped: Vec<Skipped>,
+    pub merged: Vec<Merged>,
+}
+
+/// An entry that landed on a key another entry of the folder also landed on: dropped for the
+/// newer one (the gateway's rule), or, under `session.scope: "global"`, kept under a key of its
+/// own agent (`kept_as`), so that no agent's main session becomes unreachable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// the store file, relative to the folder
+    pub file: String,
+    /// its key as the file has it
+    pub key: String,
+    pub session_id: String,
+    /// the key it landed on
+    pub into: String,
+    /// where it is kept instead, when it is
+    pub kept_as: Option<String>,
 }
 
 impl ImportReport {
     pub fn to_json(&self) -> Value {
+        let merged = self.merged.iter().map(|m| {
+            let mut o = serde_json::json!({"file": m.file, "key": m.key, "sessionId": m.session_id, "into": m.into});
+            if let Some(k) = &m.kept_as {
+                o["keptAs"] = Value::from(k.clone());
+            }
+            o
+        });
         serde_json::json!({
             "sessions": self.sessions,
             "messages": self.messages,
             "runs": self.runs,
             "skipped": self.skipped.iter().map(Skipped::to_json).collect::<Vec<_>>(),
+            "merged": merged.collect::<Vec<_>>(),
         })
     }
 }
@@ -57,6 +82,8 @@ impl ImportReport {
 /// One entry read from a store file, on its way in.
 struct Candidate {
     key: String,
+    /// the key as the store file has it
+    raw_key: String,
     entry: Entry,
     updated: i64,
     /// `updatedAt` was missing and became the import's "now": never newer than a stored entry,
@@ -124,6 +151,19 @@ impl Importer<'_> {
         }
     }
 
+    /// Under `session.scope: "global"` the gateway keeps one `global` entry per agent store and
+    /// resolves `global` to the default agent's; here there is one key space, so another
+    /// agent's entry that lands on `global` is kept under `agent:<id>:global` (a key that
+    /// stays itself, so it can be found) instead of displacing the default agent's.
+    fn own_global_key(&self, key: &str, agent: &str, legacy: bool) -> Option<String> {
+        if !self.km.is_global_scope() || key != "global" || legacy || agent == self.km.default_agent() {
+            return None;
+        }
+        [format!("agent:{agent}:global"), format!("agent:{agent}:global-session")]
+            .into_iter()
+            .find(|k| self.km.canonical(k).is_ok_and(|c| c == *k))
+    }
+
     /// The store files: the legacy single store, then every agent's, agents in name order.
     fn store_files(&self) -> Vec<(PathBuf, String)> {
         let mut out = vec![(self.root.join("sessions").join("sessions.json"), self.km.default_agent().to_owned())];
@@ -175,13 +215,24 @@ impl Importer<'_> {
                     continue;
                 }
             }
-            let key = match self.km.import_canonical(&raw_key, agent) {
+            let mut key = match self.km.import_canonical(&raw_key, agent) {
                 Ok(k) => k,
                 Err(err) => {
                     self.skip(&rel, None, format!("{what}: {}", err.message()));
                     continue;
                 }
             };
+            if let Some(own) = self.own_global_key(&key, agent, legacy) {
+                let session_id = entry::str_field(&e, "sessionId").unwrap_or_default().to_owned();
+                self.report.merged.push(Merged {
+                    file: rel.clone(),
+                    key: raw_key.clone(),
+                    session_id,
+                    into: key,
+                    kept_as: Some(own.clone()),
+                });
+                key = own;
+            }
             entry::migrate_legacy_fields(&mut e);
             let updated_missing = !e.get("updatedAt").and_then(Value::as_f64).is_some_and(f64::is_finite);
             let updated = match e.get("updatedAt").and_then(Value::as_f64).filter(|f| f.is_finite()) {
@@ -212,6 +263,7 @@ impl Importer<'_> {
                 && !lower.contains(":channel:")
                 && !lower.contains("@g.us");
             let c = Candidate {
+                raw_key: raw_key.clone(),
                 was_canonical: trimmed == key,
                 key,
                 entry: e,
@@ -232,6 +284,14 @@ impl Importer<'_> {
                     let old = &into[at];
                     let wins = c.updated > old.updated
                         || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
+                    let loser = if wins { old } else { &c };
+                    self.report.merged.push(Merged {
+                        file: loser.store_rel.clone(),
+                        key: loser.raw_key.clone(),
+                        session_id: entry::str_field(&loser.entry, "sessionId").unwrap_or_default().to_owned(),
+                        into: loser.key.clone(),
+                        kept_as: None,
+                    });
                     if wins {
                         into[at] = c;
                     }
@@ -316,6 +376,7 @@ impl Importer<'_> {
             let src = &cands[i];
             let copy = Candidate {
                 key: main.clone(),
+                raw_key: src.raw_key.clone(),
                 entry: src.entry.clone(),
                 updated: src.updated,
                 updated_missing: src.updated_missing,

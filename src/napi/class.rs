@@ -330,7 +330,7 @@ impl SessionTools {
             let req = serde_json::json!({"runId": "bench", "sessionKey": "agent:main:main", "message": "ping"});
             let start = std::time::Instant::now();
             for _ in 0..n {
-                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()), "fn")
+                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()))
                     .await
                     .map_err(CoreError::invalid_request)?;
             }
@@ -565,7 +565,7 @@ impl SessionTools {
         env: &'env Env,
         dir: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run1(env, dir, "dir", |e, d| e.export_state_dir(d))
+        self.run1(env, dir, "dir", |e, d| e.export_state_dir(d, &serde_json::Value::Null))
     }
 
     /// Counts of what the store holds, and its size.
