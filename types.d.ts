@@ -298,6 +298,23 @@ export interface ImportReport {
   /** each layout found in the folder, with what it added (a half-done migration has both) */
   layouts: ImportLayoutCounts[]
   skipped: SkippedItem[]
+  /** entries that landed on a key another entry of the folder also landed on */
+  merged: MergedItem[]
+}
+
+/**
+ * An entry of the folder that collided with another on one key: dropped for the newer one (the
+ * gateway's rule), or, under `session.scope: "global"`, kept under its own agent's key `keptAs`.
+ */
+export interface MergedItem {
+  /** the store file, relative to the folder */
+  file: string
+  /** its key as the file has it */
+  key: string
+  sessionId: string
+  /** the key it landed on */
+  into: string
+  keptAs?: string
 }
 
 /** What one layout of a state folder added to the store. */
@@ -318,6 +335,11 @@ export interface ExportOptions {
    * (its `agents/<id>/agent/openclaw-agent.sqlite` and `state/openclaw.sqlite` exist).
    */
   layout?: '2026.1' | '2026.9'
+  /**
+   * `2026.1` only: the absolute path the folder will be used from once moved into place (topic
+   * sessions' `sessionFile` is written below it); default: `dir`.
+   */
+  stateDir?: string
 }
 
 /** What `exportStateDir` wrote. */

@@ -88,6 +88,7 @@ describe('command line (API.md §6)', () => {
       tasks: 0,
       layouts: [{ layout: '2026.1', sessions: 2, messages: 2, runs: 0, tasks: 0 }],
       skipped: [{ file: 'agents/main/sessions/s-main.jsonl', line: 3, reason: expect.any(String) }],
+      merged: [],
     })
     expect(imp.stderr).toBe('') // no progress when stderr is not a terminal
 
@@ -113,7 +114,7 @@ describe('command line (API.md §6)', () => {
     const ex = JSON.parse(cli(['export', out, '--db', 'store.db', '--json'], cwd).stdout)
     expect(ex).toMatchObject({ sessions: 2, messages: 2, runs: 0, files: 2 })
     const back = JSON.parse(cli(['import', out, '--db', 'copy.db', '--json'], cwd).stdout)
-    expect(back).toMatchObject({ sessions: 2, messages: 2, runs: 0, tasks: 0, skipped: [] })
+    expect(back).toMatchObject({ sessions: 2, messages: 2, runs: 0, tasks: 0, skipped: [], merged: [] })
     const copy = JSON.parse(cli(['history', 'main', '--json', '--db', 'copy.db'], cwd).stdout)
     expect(copy.messages).toEqual(hist.messages)
   })

@@ -59,6 +59,7 @@ describe('2026.9 state folder (issue 15)', () => {
       tasks: expected.tasks.length,
       layouts: [{ layout: '2026.9', sessions: 20, messages: 30, runs: 2, tasks: 2 }],
       skipped: [],
+      merged: [],
     })
     expect(SESSIONS.length).toBe(20)
     expect(hashes(dir)).toEqual(before)

@@ -121,6 +121,10 @@ function textOf(message) {
     .join(' ')
 }
 
+function mergedLines(merged = []) {
+  return merged.map((m) => `  merged ${m.file} ${m.key} into ${m.into}${m.keptAs ? `, kept as ${m.keptAs}` : ', dropped for the newer entry'}`)
+}
+
 function skippedLines(skipped) {
   return skipped.map((s) => `  skipped ${s.file}${s.line ? `:${s.line}` : ''}: ${s.reason}`)
 }
@@ -162,7 +166,7 @@ async function run(command, args, opts) {
         const found = r.layouts.length
           ? r.layouts.map((l) => `  layout ${l.layout}: ${l.sessions} session(s), ${l.messages} message(s), ${l.runs} run(s)${l.layout === '2026.9' ? `, ${l.tasks} task(s)` : ''}`)
           : ['  no gateway state found (neither sessions.json files nor 2026.9 databases)']
-        print(r, [`imported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s) from ${args[0]}; ${r.skipped.length} skipped`, ...found, ...skippedLines(r.skipped)].join('\n'))
+        print(r, [`imported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s) from ${args[0]}; ${r.skipped.length} skipped`, ...found, ...skippedLines(r.skipped), ...mergedLines(r.merged)].join('\n'))
         break
       }
       case 'export': {

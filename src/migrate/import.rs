@@ -3,10 +3,14 @@
 //!
 //! Keys are canonicalised per [`KeyModel::import_canonical`]; two entries landing on one key keep
 //! the one with the larger `updatedAt` (on a tie, the one that already had the canonical key);
-//! an entry already in the store is replaced only by a newer one. A transcript adds only the
-//! messages past those already stored for its session id, so a second import adds nothing. The
-//! writes go in batches of transactions, so a large folder neither holds the store for long
-//! nor keeps much in memory.
+//! an entry already in the store is replaced only by a newer one. A transcript's entries (its
+//! messages and the entries that are not messages, with their ids and parent links) are matched
+//! against those already stored for its session id, entry by entry (by id, or by content for an
+//! entry without one): when the stored ones begin the file, only the rest is added (so a second
+//! import adds nothing); when the file begins the stored ones (messages appended here since),
+//! nothing changes; otherwise the gateway rewrote the file (a compaction, a branch) and the
+//! stored transcript is replaced by what the file now holds. The writes go in batches of
+//! transactions, so a large folder neither holds the store for long nor keeps much in memory.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -19,92 +23,24 @@ use crate::error::{Error, Result};
 use crate::keys::{normalize_agent_id, parse_agent_key, KeyModel};
 use crate::mirror::is_safe_file_id;
 use crate::store::bulk::SubagentRunRow;
+use crate::store::transcripts::{EntryBody, NewEntry, StoredEntry};
 use crate::store::Store;
 
-/// A transcript's messages as stored: role and JSON text.
-pub(super) type Messages = Vec<(Option<String>, String)>;
+pub use super::report::{ImportReport, Layout, LayoutCounts, Merged};
 
-/// A batch is written once it holds this many messages …
+/// A transcript's entries as read.
+pub(super) type Entries = Vec<NewEntry>;
+
+/// A batch is written once it holds this many entries …
 const BATCH_MESSAGES: usize = 50_000;
 /// … or this many sessions.
 const BATCH_SESSIONS: usize = 2_000;
 
-/// The state folder layouts an import reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Layout {
-    /// `sessions.json` files with JSONL transcripts, `subagents/runs.json` (2026.1)
-    Json,
-    /// per-agent `openclaw-agent.sqlite` and the global `state/openclaw.sqlite` (2026.9)
-    Sqlite,
-}
-
-impl Layout {
-    pub fn name(self) -> &'static str {
-        match self {
-            Layout::Json => "2026.1",
-            Layout::Sqlite => "2026.9",
-        }
-    }
-}
-
-/// What an import added from one layout.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct LayoutCounts {
-    pub sessions: u64,
-    pub messages: u64,
-    pub runs: u64,
-    pub tasks: u64,
-}
-
-/// What an import added, and what it left out.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct ImportReport {
-    pub sessions: u64,
-    pub messages: u64,
-    pub runs: u64,
-    /// 2026.9 task ledger rows
-    pub tasks: u64,
-    pub skipped: Vec<Skipped>,
-    /// the layouts found, each with what it added
-    pub layouts: std::collections::BTreeMap<Layout, LayoutCounts>,
-}
-
-impl ImportReport {
-    pub fn to_json(&self) -> Value {
-        let layouts: Vec<Value> = self
-            .layouts
-            .iter()
-            .map(|(l, c)| {
-                serde_json::json!({"layout": l.name(), "sessions": c.sessions, "messages": c.messages, "runs": c.runs, "tasks": c.tasks})
-            })
-            .collect();
-        serde_json::json!({
-            "sessions": self.sessions,
-            "messages": self.messages,
-            "runs": self.runs,
-            "tasks": self.tasks,
-            "layouts": layouts,
-            "skipped": self.skipped.iter().map(Skipped::to_json).collect::<Vec<_>>(),
-        })
-    }
-
-    /// Counts what `layout` added (and notes that it was found).
-    pub(super) fn add(&mut self, layout: Layout, sessions: u64, messages: u64, runs: u64, tasks: u64) {
-        let c = self.layouts.entry(layout).or_default();
-        c.sessions += sessions;
-        c.messages += messages;
-        c.runs += runs;
-        c.tasks += tasks;
-        self.sessions += sessions;
-        self.messages += messages;
-        self.runs += runs;
-        self.tasks += tasks;
-    }
-}
-
 /// One entry read from a store file, on its way in.
 pub(super) struct Candidate {
     pub(super) key: String,
+    /// the key as the store file has it
+    pub(super) raw_key: String,
     pub(super) entry: Entry,
     pub(super) updated: i64,
     /// `updatedAt` was missing and became the import's "now": never newer than a stored entry,
@@ -136,7 +72,7 @@ pub(super) struct Importer<'a> {
 
 /// One session of a batch: the candidate, its transcript, and (2026.9) the transcripts of its
 /// other generations by session id.
-type BatchItem = (usize, Option<Messages>, Vec<(String, Messages)>);
+type BatchItem = (usize, Option<Entries>, Vec<(String, Entries)>);
 
 impl Importer<'_> {
     pub(super) fn skip(&mut self, file: &str, line: Option<usize>, reason: impl Into<String>) {
@@ -178,6 +114,19 @@ impl Importer<'_> {
                 None
             }
         }
+    }
+
+    /// Under `session.scope: "global"` the gateway keeps one `global` entry per agent store and
+    /// resolves `global` to the default agent's; here there is one key space, so another
+    /// agent's entry that lands on `global` is kept under `agent:<id>:global` (a key that
+    /// stays itself, so it can be found) instead of displacing the default agent's.
+    fn own_global_key(&self, key: &str, agent: &str, legacy: bool) -> Option<String> {
+        if !self.km.is_global_scope() || key != "global" || legacy || agent == self.km.default_agent() {
+            return None;
+        }
+        [format!("agent:{agent}:global"), format!("agent:{agent}:global-session")]
+            .into_iter()
+            .find(|k| self.km.canonical(k).is_ok_and(|c| c == *k))
     }
 
     /// The store files: the legacy single store, then every agent's, agents in name order.
@@ -231,13 +180,24 @@ impl Importer<'_> {
                     continue;
                 }
             }
-            let key = match self.km.import_canonical(&raw_key, agent) {
+            let mut key = match self.km.import_canonical(&raw_key, agent) {
                 Ok(k) => k,
                 Err(err) => {
                     self.skip(&rel, None, format!("{what}: {}", err.message()));
                     continue;
                 }
             };
+            if let Some(own) = self.own_global_key(&key, agent, legacy) {
+                let session_id = entry::str_field(&e, "sessionId").unwrap_or_default().to_owned();
+                self.report.merged.push(Merged {
+                    file: rel.clone(),
+                    key: raw_key.clone(),
+                    session_id,
+                    into: key,
+                    kept_as: Some(own.clone()),
+                });
+                key = own;
+            }
             entry::migrate_legacy_fields(&mut e);
             let updated_missing = !e.get("updatedAt").and_then(Value::as_f64).is_some_and(f64::is_finite);
             let updated = match e.get("updatedAt").and_then(Value::as_f64).filter(|f| f.is_finite()) {
@@ -268,6 +228,7 @@ impl Importer<'_> {
                 && !lower.contains(":channel:")
                 && !lower.contains("@g.us");
             let c = Candidate {
+                raw_key: raw_key.clone(),
                 was_canonical: trimmed == key,
                 key,
                 entry: e,
@@ -280,7 +241,35 @@ impl Importer<'_> {
                 session_file,
                 db: None,
             };
-            offer(c, into, index);
+            self.offer(c, into, index);
+        }
+    }
+
+    /// Adds a candidate, or keeps the one already under its key when that one wins (the larger
+    /// `updatedAt`, on a tie the one that already had the canonical key); the loser is reported
+    /// in `merged`.
+    pub(super) fn offer(&mut self, c: Candidate, into: &mut Vec<Candidate>, index: &mut HashMap<String, usize>) {
+        match index.get(&c.key) {
+            None => {
+                index.insert(c.key.clone(), into.len());
+                into.push(c);
+            }
+            Some(&at) => {
+                let old = &into[at];
+                let wins =
+                    c.updated > old.updated || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
+                let loser = if wins { old } else { &c };
+                self.report.merged.push(Merged {
+                    file: loser.store_rel.clone(),
+                    key: loser.raw_key.clone(),
+                    session_id: entry::str_field(&loser.entry, "sessionId").unwrap_or_default().to_owned(),
+                    into: loser.key.clone(),
+                    kept_as: None,
+                });
+                if wins {
+                    into[at] = c;
+                }
+            }
         }
     }
 
@@ -328,14 +317,14 @@ impl Importer<'_> {
         None
     }
 
-    fn read_transcript(&mut self, file: &Path) -> Messages {
+    fn read_transcript(&mut self, file: &Path) -> Entries {
         let Some((real, bytes)) = self.read_bytes(file) else { return Vec::new() };
         let rel = relative(&self.root, &real);
         let t = jsonl::read(&bytes);
         for (line, reason) in t.bad_lines {
             self.skip(&rel, Some(line), reason);
         }
-        t.messages
+        t.entries
     }
 
     /// §2.8: when an agent has no main entry, the most recent direct entry of the legacy single
@@ -360,6 +349,7 @@ impl Importer<'_> {
             let src = &cands[i];
             let copy = Candidate {
                 key: main.clone(),
+                raw_key: src.raw_key.clone(),
                 entry: src.entry.clone(),
                 updated: src.updated,
                 updated_missing: src.updated_missing,
@@ -381,27 +371,28 @@ impl Importer<'_> {
         let (mirror_dir, now) = (self.mirror_dir, self.now);
         let counts = store.write(|db| {
             let mut counts: HashMap<Layout, (u64, u64)> = HashMap::new();
-            let add_messages = |sid: &str, msgs: &Messages| -> Result<u64> {
-                let have = db.message_count(sid)? as usize;
-                if msgs.len() <= have {
-                    return Ok(0);
-                }
-                let added = &msgs[have..];
-                let first = db.append_messages(sid, added)?;
+            // Brings the stored transcript of `sid` in step with `entries`; the messages it added.
+            let sync = |sid: &str, entries: &Entries| -> Result<u64> {
+                let (replace, added) = match sync_plan(db, sid, entries)? {
+                    Sync::Nothing => return Ok(0),
+                    Sync::Append(from) => (false, &entries[from..]),
+                    Sync::Replace => (true, &entries[..]),
+                };
+                let at = if replace { db.replace_transcript(sid, added)? } else { db.append_entries(sid, added)? };
                 if let Some(dir) = mirror_dir {
                     // As appendMessages does: inside the transaction, for the rows' order;
                     // a failed mirror write fails nothing (SQLite is the source of truth).
-                    let texts: Vec<String> = added.iter().map(|(_, t)| t.clone()).collect();
-                    let _ = crate::mirror::append(dir, sid, first, &texts, now);
+                    let lines = stored_lines(&at, added, now);
+                    let _ = crate::mirror::write_lines(dir, sid, &lines, now, replace);
                 }
-                Ok(added.len() as u64)
+                Ok(added.iter().filter(|e| e.body.is_message()).count() as u64)
             };
             for (i, transcript, generations) in batch {
                 let c = &cands[*i];
                 let layout = if c.db.is_some() { Layout::Sqlite } else { Layout::Json };
                 let (sessions, messages) = counts.entry(layout).or_default();
-                for (sid, msgs) in generations {
-                    *messages += add_messages(sid, msgs)?;
+                for (sid, entries) in generations {
+                    *messages += sync(sid, entries)?;
                 }
                 let sid = entry::str_field(&c.entry, "sessionId").unwrap_or_default();
                 let stored_sid = match db.session(&c.key)? {
@@ -415,11 +406,11 @@ impl Importer<'_> {
                     }
                 };
                 // Only the transcript of the entry the store keeps; only what it lacks.
-                let Some(msgs) = transcript else { continue };
+                let Some(entries) = transcript else { continue };
                 if stored_sid != sid {
                     continue;
                 }
-                *messages += add_messages(sid, msgs)?;
+                *messages += sync(sid, entries)?;
             }
             Ok(counts)
         })?;
@@ -469,22 +460,70 @@ impl Importer<'_> {
     }
 }
 
-/// Adds a candidate, or keeps the one already under its key when that one wins: the larger
-/// `updatedAt`, on a tie the one that already had the canonical key.
-pub(super) fn offer(c: Candidate, into: &mut Vec<Candidate>, index: &mut HashMap<String, usize>) {
-    match index.get(&c.key) {
-        None => {
-            index.insert(c.key.clone(), into.len());
-            into.push(c);
-        }
-        Some(&at) => {
-            let old = &into[at];
-            let wins = c.updated > old.updated || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
-            if wins {
-                into[at] = c;
+/// What a re-import does with a transcript the store already has entries of.
+enum Sync {
+    /// the file holds nothing the store lacks
+    Nothing,
+    /// the stored entries begin the file: add the file's entries from this index
+    Append(usize),
+    /// the file was rewritten: replace the stored transcript with it
+    Replace,
+}
+
+/// Whether an entry read from a file is the stored one: by id when it has one, else by content.
+fn same_entry(read: &NewEntry, stored: &StoredEntry) -> bool {
+    if let Some(id) = &read.id {
+        return *id == stored.id && read.body.is_message() == stored.body.is_message();
+    }
+    match (&read.body, &stored.body) {
+        (EntryBody::Message { message: a, .. }, EntryBody::Message { message: b, .. }) => a == b,
+        (EntryBody::Other { entry: a, .. }, EntryBody::Other { entry: b, .. }) => a == b,
+        _ => false,
+    }
+}
+
+/// Compares the file's entries with the stored ones (read only when there are some).
+fn sync_plan(db: &crate::store::Db<'_>, sid: &str, file: &[NewEntry]) -> Result<Sync> {
+    if db.entry_count(sid)? == 0 {
+        return Ok(if file.is_empty() { Sync::Nothing } else { Sync::Append(0) });
+    }
+    let (mut matched, mut diverged, mut stored_n) = (0usize, false, 0usize);
+    db.each_entry(sid, |e| {
+        stored_n += 1;
+        if !diverged {
+            match file.get(matched) {
+                Some(read) if same_entry(read, &e) => matched += 1,
+                Some(_) => diverged = true,
+                None => {}
             }
         }
+        Ok(())
+    })?;
+    Ok(if diverged {
+        Sync::Replace
+    } else if matched == stored_n && file.len() > matched {
+        Sync::Append(matched)
+    } else {
+        // Everything the file holds is stored (and perhaps more appended here since).
+        Sync::Nothing
+    })
+}
+
+/// The mirror lines of entries just written where `at` says.
+fn stored_lines(at: &crate::store::transcripts::Appended, added: &[NewEntry], now: i64) -> Vec<String> {
+    let mut parent = at.first_parent.clone();
+    let mut lines = Vec::with_capacity(added.len());
+    for (i, e) in added.iter().enumerate() {
+        let seq = at.first_seq + i as i64;
+        let (id, parent_id) = match &e.id {
+            Some(id) => (id.clone(), e.parent_id.clone()),
+            None => (crate::store::transcripts::seq_id(seq), parent.clone()),
+        };
+        let stored = StoredEntry { seq, id: id.clone(), parent_id, body: e.body.clone() };
+        lines.push(crate::mirror::entry_line(&stored, now));
+        parent = Some(id);
     }
+    lines
 }
 
 /// A registry record of `runs.json` (§6.4, §6.6) as a `subagent_runs` row holding the API.md §4

@@ -11,6 +11,7 @@ pub mod export;
 pub mod import;
 pub mod json5;
 pub mod jsonl;
+pub mod report;
 pub mod sqlite9;
 
 use std::path::{Path, PathBuf};

@@ -330,7 +330,7 @@ impl SessionTools {
             let req = serde_json::json!({"runId": "bench", "sessionKey": "agent:main:main", "message": "ping"});
             let start = std::time::Instant::now();
             for _ in 0..n {
-                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()), "fn")
+                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()))
                     .await
                     .map_err(CoreError::invalid_request)?;
             }

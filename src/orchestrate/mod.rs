@@ -246,7 +246,7 @@ impl Orchestrator {
                 self.host.emit(outbox::item_event("delivery.sent", &row, json!({ "attempt": row.attempts + 1 })));
                 Attempt::Delivered
             }
-            Ok(Err(e)) => Attempt::Retry(e),
+            Ok(Err(e)) => Attempt::Retry(crate::host::failure_text(e, "deliver")),
             Err(_) => Attempt::Retry("deliver did not settle within 60 s".to_owned()),
         }
     }

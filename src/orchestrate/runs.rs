@@ -439,7 +439,8 @@ impl Runs {
         let ended = entry::now_ms();
         let (status, error) = match outcome {
             Outcome::Ok => (RunStatus::Ok, None),
-            Outcome::Error(e) => (RunStatus::Error, Some(e)),
+            // A run that failed without a message keeps no error text (`agent error`, §5.2).
+            Outcome::Error(e) => (RunStatus::Error, Some(e).filter(|e| !e.trim().is_empty())),
             Outcome::Timeout(e) => (RunStatus::Timeout, Some(e)),
             Outcome::Dropped => return,
         };

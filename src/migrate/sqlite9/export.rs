@@ -222,24 +222,26 @@ pub fn task_columns(record: &str) -> Option<Map<String, Value>> {
     Some(row)
 }
 
-/// The transcript of one generation as events: a version-4 header, then one `message` event per
-/// stored message (the mirror's entry shape); how many messages it wrote.
+/// The transcript of one generation as events: a version-4 header, then every stored entry in
+/// order with its id and parent link (the mirror's line of it); how many messages it wrote.
 fn write_events(w: &Oc9Writer, db: &Db<'_>, sid: &str, created: i64) -> Result<u64> {
     let store_err = |why: String| Error::store(format!("cannot export transcript {sid}: {why}"));
     let header =
         serde_json::json!({"type": "session", "version": 4, "id": sid, "timestamp": mirror::iso(created), "cwd": ""});
     w.put_event(sid, 0, &header.to_string(), created).map_err(store_err)?;
-    let mut n: i64 = 0;
-    db.each_message(sid, |_, text| {
+    let (mut n, mut messages) = (0i64, 0u64);
+    db.each_entry(sid, |e| {
         n += 1;
-        let ts = serde_json::from_str::<Value>(text)
+        messages += u64::from(e.body.is_message());
+        let line = mirror::entry_line(&e, created);
+        let ts = serde_json::from_str::<Value>(&line)
             .ok()
-            .and_then(|m| m.get("timestamp").and_then(Value::as_f64))
+            .and_then(|v| v.get("message").and_then(|m| m.get("timestamp")).and_then(Value::as_f64))
             .filter(|f| f.is_finite())
             .map_or(created, |f| f as i64);
-        w.put_event(sid, n, &mirror::message_line(n, text, ts), ts).map_err(store_err)
+        w.put_event(sid, n, &line, ts).map_err(store_err)
     })?;
-    Ok(n as u64)
+    Ok(messages)
 }
 
 /// Opens a database of the export folder for writing, after checking where it leads.
@@ -283,7 +285,7 @@ pub fn export_state_dir_2026_9(store: &Store, km: &KeyModel, dir: &Path) -> Resu
                 for row in window_rows(key, e) {
                     w.put_window(&row).map_err(agent_err)?;
                     let sid = row.get("session_id").and_then(Value::as_str).unwrap_or_default();
-                    let have = db.message_count(sid)?;
+                    let have = db.entry_count(sid)?;
                     if have == 0 {
                         continue;
                     }

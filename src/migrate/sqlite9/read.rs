@@ -16,7 +16,7 @@ use super::{
 use crate::entry;
 use crate::error::Result;
 use crate::keys::normalize_agent_id;
-use crate::migrate::import::{offer, run_row, Candidate, Importer, Layout, Messages};
+use crate::migrate::import::{run_row, Candidate, Entries, Importer, Layout};
 use crate::migrate::{inside, jsonl, relative, Resolved};
 use crate::store::oc9_read::{Oc9Db, Why};
 use crate::store::Store;
@@ -112,7 +112,7 @@ impl Importer<'_> {
                     self.dbs.push(db);
                     for mut c in found {
                         c.db = Some(at);
-                        offer(c, cands, index);
+                        self.offer(c, cands, index);
                     }
                 }
                 Err(why) => self.skip(&rel, None, format!("{why}; nothing was read from it")),
@@ -181,6 +181,7 @@ impl Importer<'_> {
                 updated: updated.map_or(self.now, |f| f.floor() as i64),
                 updated_missing,
                 legacy_direct: false,
+                raw_key: raw_key.clone(),
                 agent: agent.to_owned(),
                 store_dir: folder.to_path_buf(),
                 store_rel: rel.to_owned(),
@@ -191,8 +192,9 @@ impl Importer<'_> {
         Ok(out)
     }
 
-    /// The messages of one generation's events (a bad event reported and left out).
-    fn generation_messages(&mut self, db: usize, rel: &str, sid: &str) -> std::result::Result<Messages, Why> {
+    /// The entries of one generation's events, its header left out (a bad event reported and
+    /// left out).
+    fn generation_entries(&mut self, db: usize, rel: &str, sid: &str) -> std::result::Result<Entries, Why> {
         let mut events = Vec::new();
         self.dbs[db].transcript_events(sid, |seq, ev| events.push((seq, ev)))?;
         let mut out = Vec::with_capacity(events.len());
@@ -201,11 +203,12 @@ impl Importer<'_> {
             let parsed = event_text(ev)
                 .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| format!("not valid JSON: {e}")));
             match parsed {
-                Ok(mut v) => match jsonl::message_of(&mut v, 4) {
-                    Some(Ok(m)) => out.push(m),
-                    Some(Err(why)) => self.skip(rel, None, format!("{what}: {why}")),
-                    None => {}
+                Ok(Value::Object(obj)) if obj.get("type").and_then(Value::as_str) == Some("session") => {}
+                Ok(Value::Object(obj)) => match jsonl::entry_of(obj, 4) {
+                    Ok(e) => out.push(e),
+                    Err(why) => self.skip(rel, None, format!("{what}: {why}")),
                 },
+                Ok(_) => self.skip(rel, None, format!("{what}: not a JSON object")),
                 Err(why) => self.skip(rel, None, format!("{what}: {why}")),
             }
         }
@@ -219,7 +222,7 @@ impl Importer<'_> {
         db: usize,
         c: &Candidate,
         read_sids: &mut HashSet<String>,
-    ) -> (Option<Messages>, Vec<(String, Messages)>) {
+    ) -> (Option<Entries>, Vec<(String, Entries)>) {
         let current = entry::str_field(&c.entry, "sessionId").unwrap_or_default().to_owned();
         let mut sids = vec![current.clone()];
         if let Some(Value::Array(ws)) = c.entry.get(WINDOWS_FIELD) {
@@ -230,7 +233,7 @@ impl Importer<'_> {
             if !read_sids.insert(sid.clone()) {
                 continue;
             }
-            match self.generation_messages(db, &c.store_rel, &sid) {
+            match self.generation_entries(db, &c.store_rel, &sid) {
                 Ok(m) if sid == current => transcript = Some(m),
                 Ok(m) => generations.push((sid, m)),
                 Err(why) => self.skip(&c.store_rel, None, format!("transcript {}: {why}", crate::error::clip(&sid))),
