@@ -236,3 +236,52 @@ fn a_live_database_is_read_as_one_snapshot_through_its_wal() {
     drop(writer);
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn events_that_are_not_messages_and_branches_are_kept_with_their_links() {
+    let dir = fixture_copy("branches");
+    let db = dir.join("agents/main/agent/openclaw-agent.sqlite");
+    let key = "agent:main:discord:group:dev";
+    let sid: String = {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let sid: String = c
+            .query_row("SELECT current_session_id FROM session_nodes WHERE session_key = ?1", [key], |r| r.get(0))
+            .unwrap();
+        let ids: Vec<String> = c
+            .prepare("SELECT json_extract(event_json, '$.id') FROM transcript_events WHERE session_id = ?1 AND seq > 0 ORDER BY seq")
+            .unwrap()
+            .query_map([&sid], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(ids.len(), 4);
+        let change = json!({"type": "model_change", "id": "mc-1", "parentId": ids[3], "timestamp": "2026-09-20T14:00:00.000Z", "provider": "openai", "modelId": "gpt-5"});
+        let branch = json!({"type": "message", "id": "br-1", "parentId": ids[1], "timestamp": "2026-09-20T14:00:01.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "a branch from the first answer"}], "timestamp": 1}});
+        for (seq, ev) in [(5, change), (6, branch)] {
+            c.execute(
+                "INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?1, ?2, ?3, 0)",
+                rusqlite::params![sid, seq, ev.to_string()],
+            )
+            .unwrap();
+        }
+        sid
+    };
+    let (st, r) = import(&dir);
+    assert_eq!(r.skipped, Vec::new());
+    assert_eq!(r.messages, 31, "the branch message counts, the model change does not");
+    let mut entries = Vec::new();
+    st.read(|d| {
+        d.each_entry(&sid, |e| {
+            entries.push((e.id.clone(), e.parent_id.clone(), e.body.is_message()));
+            Ok(())
+        })
+    })
+    .unwrap();
+    assert_eq!(entries.len(), 6);
+    assert_eq!(entries[4], ("mc-1".to_string(), Some(entries[3].0.clone()), false));
+    assert_eq!(entries[5], ("br-1".to_string(), Some(entries[1].0.clone()), true));
+    let again = import_state_dir(&st, &KeyModel::new(false, "main", "main"), None, &dir, 1_800_000_000_000).unwrap();
+    assert_eq!(again.messages, 0);
+    fs::remove_dir_all(&dir).unwrap();
+}
