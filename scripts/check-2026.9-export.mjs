@@ -131,6 +131,39 @@ if (role === '--init') {
   check(seen.subagentRuns === expected.runs.length && seen.taskRuns === expected.tasks.length, 'runs and tasks are in the global database')
   check(seen.registryRuns === undefined || seen.registryRuns === expected.runs.length, `the package's registry loader accepts ${seen.registryRuns} runs`)
 
+  // A 2026.1 user's store (sessions.json + JSONL + runs.json v1) rolled forward into 2026.9: the
+  // package lists it and its registry loader accepts the runs (their execution/delivery records
+  // are derived from the 2026.1 fields).
+  const legacy = path.join(tmp, 'legacy')
+  fs.mkdirSync(path.join(legacy, 'agents/main/sessions'), { recursive: true })
+  fs.mkdirSync(path.join(legacy, 'subagents'))
+  fs.writeFileSync(path.join(legacy, 'agents/main/sessions/sessions.json'), JSON.stringify({
+    'agent:main:main': { sessionId: 'legacy-main', updatedAt: 1789900000000, label: 'From 2026.1' },
+    'agent:main:subagent:helper': { sessionId: 'legacy-helper', updatedAt: 1789900001000, spawnedBy: 'agent:main:main' },
+  }))
+  fs.writeFileSync(path.join(legacy, 'agents/main/sessions/legacy-main.jsonl'), [
+    { type: 'session', version: 3, id: 'legacy-main', timestamp: '2026-09-20T10:00:00.000Z', cwd: '/w' },
+    { type: 'message', id: 'm1', parentId: null, timestamp: '2026-09-20T10:00:01.000Z', message: { role: 'user', content: [{ type: 'text', text: 'hello from 2026.1' }], timestamp: 1789898401000 } },
+    { type: 'message', id: 'm2', parentId: 'm1', timestamp: '2026-09-20T10:00:02.000Z', message: { role: 'assistant', content: [{ type: 'text', text: 'hi' }], timestamp: 1789898402000 } },
+  ].map((l) => JSON.stringify(l)).join('\n') + '\n')
+  fs.writeFileSync(path.join(legacy, 'subagents/runs.json'), JSON.stringify({ version: 1, runs: {
+    done: { runId: 'done', childSessionKey: 'agent:main:subagent:helper', requesterSessionKey: 'agent:main:main', requesterDisplayKey: 'main', task: 'help', cleanup: 'keep', createdAt: 10, startedAt: 10, endedAt: 20, outcome: { status: 'ok' }, announceCompletedAt: 30 },
+    going: { runId: 'going', childSessionKey: 'agent:main:subagent:helper', requesterSessionKey: 'agent:main:main', requesterDisplayKey: 'main', task: 'more', cleanup: 'keep', createdAt: 40, startedAt: 40 },
+  } }))
+  const st3 = await SessionTools.open({ path: path.join(tmp, 'legacy.db') })
+  const legacyIn = await st3.importStateDir(legacy)
+  const target1 = path.join(tmp, 'state-from-2026.1')
+  fs.mkdirSync(target1)
+  child('--init', target1, 'main')
+  const legacyOut = await st3.exportStateDir(target1, { layout: '2026.9' })
+  await st3.close()
+  check(legacyIn.sessions === 2 && legacyIn.messages === 2 && legacyIn.runs === 2, `2026.1 import ${legacyIn.sessions}/${legacyIn.messages}/${legacyIn.runs}`)
+  check(legacyOut.sessions === 2 && legacyOut.messages === 2 && legacyOut.runs === 2 && legacyOut.skipped.length === 0, `2026.1 store exported as 2026.9 ${legacyOut.sessions}/${legacyOut.messages}/${legacyOut.runs}`)
+  const seen1 = JSON.parse(child('--read', target1, 'main').trim().split('\n').at(-1))
+  check(Object.keys(seen1.agents.main).length === 2 && seen1.agents.main['agent:main:main']?.messages === 2, 'the package lists and reads the 2026.1 sessions')
+  check(seen1.agents.main['agent:main:main']?.label === 'From 2026.1', 'the 2026.1 entry keeps its label')
+  check(seen1.registryRuns === undefined || seen1.registryRuns === 2, `the package's registry loader accepts ${seen1.registryRuns} of the 2 runs from 2026.1`)
+
   // And back: the folder the package kept writing to imports again.
   const st2 = await SessionTools.open({ path: path.join(tmp, 'back.db') })
   const back = await st2.importStateDir(target)
@@ -143,6 +176,7 @@ if (role === '--init') {
     exported: { sessions: exported.sessions, messages: exported.messages, runs: exported.runs, tasks: exported.tasks },
     packageRead: { sessions: agents.reduce((n, a) => n + Object.keys(seen.agents[a] ?? {}).length, 0), appended: seen.appended, listedAfterUpsert: seen.mainListedAfterUpsert, runs: seen.subagentRuns, registryRuns: seen.registryRuns ?? 'not checked', tasks: seen.taskRuns },
     reimported: { sessions: back.sessions, messages: back.messages, runs: back.runs, tasks: back.tasks, skipped: back.skipped.length },
+    from2026_1: { imported: { sessions: legacyIn.sessions, messages: legacyIn.messages, runs: legacyIn.runs }, exported: { sessions: legacyOut.sessions, messages: legacyOut.messages, runs: legacyOut.runs }, packageRead: { sessions: Object.keys(seen1.agents.main).length, registryRuns: seen1.registryRuns ?? 'not checked', appended: seen1.appended } },
     failures,
   }
   console.log(JSON.stringify(summary, null, 2))

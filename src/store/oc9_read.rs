@@ -4,9 +4,10 @@
 //!
 //! It owns the read-only connection and the constant SELECTs; it never writes to the gateway's
 //! files, never takes a write lock, and decides nothing about what a row means. A file with no
-//! `-wal` beside it is opened `immutable` (no lock, no `-wal`/`-shm` created: nothing in the
-//! folder changes); one with a `-wal` (a gateway has it open, or stopped uncleanly) is opened
-//! read-only through its WAL, as any reader of a live database. Either way every read happens
+//! `-wal` beside it (or an empty one and no `-shm`) is opened `immutable` (no lock, no
+//! `-wal`/`-shm` created: nothing in the folder changes); one with a `-wal` (a gateway has it
+//! open, or stopped uncleanly) is opened read-only through its WAL, as any reader of a live
+//! database (SQLite then creates a missing `-shm`). Either way every read happens
 //! inside one read transaction, so what is read is one consistent snapshot.
 
 use std::path::Path;
@@ -62,9 +63,18 @@ impl Oc9Db {
     /// Opens `path` read-only and starts the read transaction; `Err` with a reason for a file that
     /// cannot be read as a SQLite database.
     pub fn open(path: &Path) -> Result<Oc9Db, Why> {
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        let live = Path::new(&wal).exists();
+        let beside = |suffix: &str| {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            std::path::PathBuf::from(p)
+        };
+        // Live: a WAL with content, or one a connection has open (its -shm is there). An empty
+        // WAL with no -shm holds nothing: the file alone is the database.
+        let live = match std::fs::metadata(beside("-wal")) {
+            Ok(m) if m.len() > 0 => true,
+            Ok(_) => beside("-shm").exists(),
+            Err(_) => false,
+        };
         // A URI, so the path is percent-encoded as SQLite expects of one.
         let mut uri = String::from("file:");
         for b in path.to_string_lossy().bytes() {

@@ -285,3 +285,14 @@ fn events_that_are_not_messages_and_branches_are_kept_with_their_links() {
     assert_eq!(again.messages, 0);
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_empty_wal_left_behind_is_read_past_without_creating_anything() {
+    let dir = fixture_copy("emptywal");
+    fs::write(dir.join("agents/main/agent/openclaw-agent.sqlite-wal"), b"").unwrap();
+    let before = snapshot(&dir);
+    let (_, r) = import(&dir);
+    assert_eq!((r.sessions, r.skipped.len()), (20, 0));
+    assert_eq!(snapshot(&dir), before, "no -shm created");
+    fs::remove_dir_all(&dir).unwrap();
+}
