@@ -1,13 +1,15 @@
 // The 2026.9 round trip, proved with the real openclaw@2026.9.6 package (issue 15):
 //   committed fixture folder (written by the package) → importStateDir → store
 //   → a state folder the package initialises → exportStateDir({ layout: '2026.9' })
-//   → the package opens, lists, reads and appends to it → importStateDir of that folder again.
+//   → the package opens, lists, reads and appends to it → importStateDir of that folder again;
+//   a 2026.1 store rolled forward the same way (its runs accepted by the package's registry
+//   loader); and imports of the fixture while the package keeps appending to it.
 //
 // Needs Node >= 24.16 (the package's floor) and the package installed:
 //   OPENCLAW_2026_9_DIR=/path/with/node_modules/openclaw <node 24> scripts/check-2026.9-export.mjs
 // Without OPENCLAW_2026_9_DIR it prints that it did not run and exits 0 (npm test runs it only
 // when the variable is set). Prints one JSON summary; exits 1 when a check failed.
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -74,6 +76,23 @@ if (role === '--init') {
   out.taskRuns = sdb.prepare('SELECT count(*) n FROM task_runs').get().n
   sdb.close()
   console.log(JSON.stringify(out))
+  setTimeout(() => process.exit(0), 300)
+} else if (role === '--write-loop') {
+  // A live gateway: appends to one transcript for `ms` milliseconds, one message at a time.
+  const [stateDir, agentId, sessionKey, ms] = process.argv.slice(3)
+  const { store, transcripts } = await packageModules(stateDir)
+  const entry = store.getSessionEntry({ agentId, sessionKey })
+  const until = Date.now() + Number(ms)
+  let n = 0
+  console.error('writing')
+  while (Date.now() < until) {
+    n += 1
+    await transcripts.appendSessionTranscriptMessagesByIdentity({
+      agentId, sessionKey, sessionId: entry.sessionId,
+      messages: [{ message: { role: 'user', content: [{ type: 'text', text: `live ${n}` }], timestamp: Date.UTC(2026, 8, 22) + n } }],
+    })
+  }
+  console.log(JSON.stringify({ appended: n }))
   setTimeout(() => process.exit(0), 300)
 } else {
   // ---- the driver --------------------------------------------------------------------------
@@ -164,6 +183,35 @@ if (role === '--init') {
   check(seen1.agents.main['agent:main:main']?.label === 'From 2026.1', 'the 2026.1 entry keeps its label')
   check(seen1.registryRuns === undefined || seen1.registryRuns === 2, `the package's registry loader accepts ${seen1.registryRuns} of the 2 runs from 2026.1`)
 
+  // A live gateway writing while we import: every import reads one consistent snapshot (nothing
+  // skipped, the transcript a prefix of what the gateway wrote), and the last one reads it all.
+  const live = path.join(tmp, 'live')
+  fs.cpSync(fixture, live, { recursive: true })
+  const liveKey = 'agent:main:discord:group:dev'
+  const base = expected.agents.main[liveKey].messages
+  const writer = spawn(process.execPath, [fileURLToPath(import.meta.url), '--write-loop', live, 'main', liveKey, '6000'], { env: process.env })
+  let writerOut = ''
+  writer.stdout.on('data', (d) => (writerOut += d))
+  await new Promise((resolve) => writer.stderr.on('data', (d) => String(d).includes('writing') && resolve()))
+  const during = []
+  for (let i = 0; i < 3; i++) {
+    const s4 = await SessionTools.open({ path: ':memory:', mirrorDir: null })
+    const r = await s4.importStateDir(live)
+    const h = await s4.chatHistory(liveKey, { limit: 1000 })
+    const texts = h.messages.slice(base).map((m) => m.content?.[0]?.text)
+    check(r.skipped.length === 0 && r.sessions === expectSessions, `import while the gateway writes: ${r.sessions} sessions, ${r.skipped.length} skipped`)
+    check(texts.every((t, j) => t === `live ${j + 1}`), 'what an import read of the live transcript is a prefix of what was written')
+    during.push(h.messages.length - base)
+    await s4.close()
+    await new Promise((res) => setTimeout(res, 800))
+  }
+  await new Promise((resolve) => writer.on('exit', resolve))
+  const appendedLive = JSON.parse(writerOut.trim().split('\n').at(-1)).appended
+  const s5 = await SessionTools.open({ path: ':memory:', mirrorDir: null })
+  const after = await s5.importStateDir(live)
+  await s5.close()
+  check(after.messages === expectMessages + appendedLive, `after the writer stopped: ${after.messages} = ${expectMessages} + ${appendedLive}`)
+
   // And back: the folder the package kept writing to imports again.
   const st2 = await SessionTools.open({ path: path.join(tmp, 'back.db') })
   const back = await st2.importStateDir(target)
@@ -176,6 +224,7 @@ if (role === '--init') {
     exported: { sessions: exported.sessions, messages: exported.messages, runs: exported.runs, tasks: exported.tasks },
     packageRead: { sessions: agents.reduce((n, a) => n + Object.keys(seen.agents[a] ?? {}).length, 0), appended: seen.appended, listedAfterUpsert: seen.mainListedAfterUpsert, runs: seen.subagentRuns, registryRuns: seen.registryRuns ?? 'not checked', tasks: seen.taskRuns },
     reimported: { sessions: back.sessions, messages: back.messages, runs: back.runs, tasks: back.tasks, skipped: back.skipped.length },
+    liveWriter: { appended: appendedLive, seenByImportsDuring: during, importedAfter: after.messages },
     from2026_1: { imported: { sessions: legacyIn.sessions, messages: legacyIn.messages, runs: legacyIn.runs }, exported: { sessions: legacyOut.sessions, messages: legacyOut.messages, runs: legacyOut.runs }, packageRead: { sessions: Object.keys(seen1.agents.main).length, registryRuns: seen1.registryRuns ?? 'not checked', appended: seen1.appended } },
     failures,
   }
