@@ -12,8 +12,14 @@ export interface GatewayConfig {
         match?: { channel?: string; chatType?: 'direct' | 'dm' | 'group' | 'channel'; keyPrefix?: string }
       }>
     }
-    agentToAgent?: { maxPingPongTurns?: number; maxChainTurns?: number }
+    agentToAgent?: {
+      maxPingPongTurns?: number
+      /** @deprecated not a gateway key (the gateway refuses the file): use `settings.agentToAgent.maxChainTurns` */
+      maxChainTurns?: number
+    }
+    /** @deprecated not a gateway key (the gateway refuses the file): use `settings.history` */
     history?: { maxChars?: number }
+    /** @deprecated not a gateway key (the gateway refuses the file): use `settings.outbox` */
     outbox?: { maxAttempts?: number; backoffMs?: number }
     [key: string]: unknown
   }
@@ -172,6 +178,21 @@ export interface OpenOptions {
   steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
+  /** Our own settings, which have no place in the gateway's config. */
+  settings?: Settings | null
+}
+
+/**
+ * The addon's own settings (not gateway config keys). An unknown key, or a value that is not a
+ * finite non-negative number, is `INVALID_CONFIG` naming the key.
+ */
+export interface Settings {
+  /** `sessions_history`'s default `maxChars` (none: no character budget) */
+  history?: { maxChars?: number }
+  /** announce delivery retries: attempts (default 5, min 1) and the first backoff (default 1000 ms, doubling, max 60 000) */
+  outbox?: { maxAttempts?: number; backoffMs?: number }
+  /** the agent-to-agent chain budget (default 20 turns, DECISIONS.md #4) */
+  agentToAgent?: { maxChainTurns?: number }
 }
 
 /** Who is calling a tool. */
@@ -494,7 +515,7 @@ export declare class SessionTools {
    * Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
    * config on error.
    */
-  setConfig(config: GatewayConfig | null | undefined): void
+  setConfig(config: GatewayConfig | null | undefined, settings?: Settings): void
   /**
    * Closes the store without waiting for model runs: runs in flight are recorded as
    * interrupted (the next open announces them) and what their callbacks return later is
@@ -524,7 +545,7 @@ export declare class SessionTools {
   /** Reads a gateway state folder into the store (API.md §5). */
   importStateDir(dir: string): Promise<ImportReport>
   /** Writes the store as a gateway state folder (API.md §5). */
-  exportStateDir(dir: string): Promise<ExportReport>
+  exportStateDir(dir: string, options?: { stateDir?: string }): Promise<ExportReport>
   /** Counts of what the store holds, and its size. */
   stats(): Promise<StoreStats>
   /** `sessions_list` */

@@ -300,7 +300,7 @@ impl Engine {
             active_since: active.map(|m| now - m * 60_000),
             limit: limit.map(|l| l as u32),
             kinds: None,
-            agents: None,
+            agents: cfg.listed_agents(),
             main_key: km.main_key().to_owned(),
             global_scope: km.is_global_scope(),
             default_agent: km.default_agent().to_owned(),
@@ -314,7 +314,7 @@ impl Engine {
             }
             Ok(out)
         })?;
-        Ok(json!({"ts": now, "path": self.store.path(), "count": rows.len(), "sessions": rows}))
+        Ok(json!({"ts": now, "path": gateway_store_path(&cfg), "count": rows.len(), "sessions": rows}))
     }
 
     fn title_and_preview(
@@ -336,7 +336,7 @@ impl Engine {
                     .iter()
                     .filter(|m| m.role.as_deref() == Some("user"))
                     .find_map(|m| message_text(&m.json))
-                    .map(|t| clip_title(&t));
+                    .map(|t| clip_title(&crate::js::collapse_whitespace(&t)));
             }
             if title.is_none() {
                 let short: String = sid.chars().take(8).collect();
@@ -891,8 +891,26 @@ pub fn message_text(json: &str) -> Option<String> {
         }),
         _ => None,
     }?;
-    let collapsed = crate::js::collapse_whitespace(&text);
-    (!collapsed.is_empty()).then_some(collapsed)
+    // Trimmed, inner white space kept, as the gateway's preview shows it (the title collapses it).
+    let trimmed = crate::js::js_trim(&text);
+    (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
+/// The `path` the gateway's `sessions.list` reports: a fixed `session.store` file resolved (`~`
+/// expanded, made absolute); a `{agentId}` template as written; without one `(multiple)` (the
+/// per-agent stores).
+fn gateway_store_path(cfg: &Config) -> String {
+    let Some(store) = cfg.store.as_deref() else { return "(multiple)".to_owned() };
+    if store.contains("{agentId}") {
+        return store.to_owned();
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let expanded = match (store.strip_prefix('~'), home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => home.join(rest.trim_start_matches('/')),
+        _ => PathBuf::from(store),
+    };
+    let absolute = std::path::absolute(&expanded).unwrap_or(expanded);
+    absolute.to_string_lossy().into_owned()
 }
 
 /// §2.7 derivedTitle from a first message: > 60 chars → cut to 59, at the last space when it

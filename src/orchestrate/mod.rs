@@ -106,6 +106,7 @@ impl Orchestrator {
     /// interrupted, recovers the sub-agent registry (announcing what was left unannounced),
     /// and starts the outbox worker and the archive sweeper.
     pub async fn start(self: &Arc<Self>) -> Result<()> {
+        self.report_deprecated();
         let (e, r) = (self.engine.clone(), self.runs.clone());
         blocking(move || r.recover(&e)).await?;
         subagents::recover(self).await?;
@@ -113,6 +114,22 @@ impl Orchestrator {
         let weak: Weak<dyn Dispatcher> = Arc::downgrade(&me);
         self.outbox.start(weak);
         Ok(())
+    }
+
+    /// Swaps the config (`setConfig`) and reports the keys of it that moved to the settings.
+    pub fn set_config(&self, config: crate::config::Config) {
+        self.engine.set_config(config);
+        self.report_deprecated();
+    }
+
+    /// One `config.deprecated` event per key of the config that moved to the settings.
+    fn report_deprecated(&self) {
+        for d in &self.engine.config().deprecated {
+            let details = json!({"key": d.key, "use": d.moved_to});
+            let details = details.as_object().cloned().unwrap_or_default();
+            let at = entry::now_ms();
+            self.host.emit(Event { kind: "config.deprecated", at, run_id: None, session_key: None, details });
+        }
     }
 
     /// Spawns background work that keeps the host process alive while it runs.
