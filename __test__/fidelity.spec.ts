@@ -236,13 +236,16 @@ describe('issue 12: fidelity with the 2026.1 gateway', () => {
       expect(fixed.path).toBe('/srv/state/sessions.json')
     })
 
-    test('6e: sessions_history echoes a bare key as it was given', async () => {
-      const st = await openMem()
+    test('6e: sessions_history (and sessions_send, through the same resolution) echo a bare key as it was given', async () => {
+      const runAgent = async () => ({ reply: 'ANNOUNCE_SKIP' })
+      const st = await openMem({ session: { agentToAgent: { maxPingPongTurns: 0 } } }, { runAgent })
       await st.appendMessages('discord:group:dev', [{ role: 'user', content: 'hi' }])
       const h: any = await st.sessionsHistory({ sessionKey: 'discord:group:dev' }, CTX)
       expect(h.sessionKey).toBe('discord:group:dev')
       expect(texts(h.messages)).toEqual(['hi'])
       expect(((await st.sessionsHistory({ sessionKey: 'main' }, CTX)) as any).sessionKey).toBe('main')
+      const sent: any = await st.sessionsSend({ sessionKey: 'discord:group:dev', message: 'ping', timeoutSeconds: 5 }, CTX)
+      expect(sent).toMatchObject({ status: 'ok', sessionKey: 'discord:group:dev' })
     })
 
     test('6f: the last-message preview keeps the message\'s white space (trimmed only); the derived title collapses it', async () => {

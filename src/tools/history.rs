@@ -9,7 +9,6 @@ use super::{read_number, read_string, refusal, thrown, Requester, ToolContext};
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::Result;
-use crate::keys;
 use crate::policy::{a2a, sandbox};
 use crate::store::transcripts::StoredMessage;
 
@@ -27,16 +26,10 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
         Err(e) => return Ok(thrown(TOOL, e.message())),
     };
     let restricted = sandbox::restrict_to_spawned(&cfg, ctx.sandboxed, requester.key.as_deref(), &requester.agent);
-    let mut target = match resolve_reference(engine, &cfg, &input, &requester, restricted) {
+    let target = match resolve_reference(engine, &cfg, &input, &requester, restricted) {
         Ok(t) => t,
         Err(refused) => return refused.into_payload(),
     };
-    // A key given as a key is echoed as given (a bare key stays bare, as the gateway's
-    // sessions_history answers), the caller's own main session as `main`.
-    if !target.via_session_id && !keys::should_resolve_as_session_id(&input) && target.display != keys::DEFAULT_MAIN_KEY
-    {
-        target.display = crate::js::js_trim(&input).to_owned();
-    }
     if restricted && !target.via_session_id && !spawned_by_requester(engine, &target.key, &requester)? {
         return Ok(refusal("forbidden", format!("Session not visible from this sandboxed agent session: {input}")));
     }
