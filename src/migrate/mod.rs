@@ -11,6 +11,7 @@ pub mod export;
 pub mod import;
 pub mod json5;
 pub mod jsonl;
+pub mod resync;
 
 use std::path::{Path, PathBuf};
 
