@@ -64,10 +64,8 @@ pub fn stored_lines(at: &Appended, added: &[NewEntry], now: i64) -> Vec<String> 
     let mut lines = Vec::with_capacity(added.len());
     for (i, e) in added.iter().enumerate() {
         let seq = at.first_seq + i as i64;
-        let (id, parent_id) = match &e.id {
-            Some(id) => (id.clone(), e.parent_id.clone()),
-            None => (seq_id(seq), parent.clone()),
-        };
+        let id = at.ids.get(i).cloned().unwrap_or_else(|| seq_id(seq));
+        let parent_id = if e.id.is_some() { e.parent_id.clone() } else { parent.clone() };
         let stored = StoredEntry { seq, id: id.clone(), parent_id, body: e.body.clone() };
         lines.push(crate::mirror::entry_line(&stored, now));
         parent = Some(id);

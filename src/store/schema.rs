@@ -101,6 +101,10 @@ const MIGRATIONS: &[&str] = &[
         entry       TEXT NOT NULL,               -- the whole entry as JSON
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID;
+    -- the ids read from transcript files, so that an id given to an appended entry is never one
+    -- of them (appended messages, envelope NULL, stay out of the index)
+    CREATE INDEX messages_by_read_id ON messages (session_id, entry_id) WHERE envelope IS NOT NULL;
+    CREATE INDEX transcript_entries_by_id ON transcript_entries (session_id, entry_id);
     "#,
 ];
 
