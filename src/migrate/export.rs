@@ -27,6 +27,8 @@ pub struct ExportReport {
     pub sessions: u64,
     pub messages: u64,
     pub runs: u64,
+    /// 2026.9 task ledger rows (`layout: '2026.9'` only)
+    pub tasks: u64,
     pub files: u64,
     pub skipped: Vec<Skipped>,
 }
@@ -37,6 +39,7 @@ impl ExportReport {
             "sessions": self.sessions,
             "messages": self.messages,
             "runs": self.runs,
+            "tasks": self.tasks,
             "files": self.files,
             "skipped": self.skipped.iter().map(Skipped::to_json).collect::<Vec<_>>(),
         })
@@ -112,6 +115,23 @@ fn gateway_run(record: &str) -> Option<Value> {
     Some(Value::Object(r))
 }
 
+/// Every stored entry by agent, in key order; keys outside any agent (`global`, `unknown`) go to
+/// the default agent.
+pub(super) fn sessions_by_agent(
+    db: &crate::store::Db<'_>,
+    km: &KeyModel,
+) -> Result<BTreeMap<String, Vec<(String, Entry)>>> {
+    let mut by_agent: BTreeMap<String, Vec<(String, Entry)>> = BTreeMap::new();
+    db.all_sessions(|key, json| {
+        let entry: Entry = serde_json::from_str(&json)
+            .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
+        let agent = parse_agent_key(&key).map_or_else(|| km.default_agent().to_owned(), |k| k.agent_id);
+        by_agent.entry(agent).or_default().push((key, entry));
+        Ok(())
+    })?;
+    Ok(by_agent)
+}
+
 /// Exports `store` as a gateway state folder at `dir` (API.md §5). `state_dir` is where the
 /// folder will be used from when it is moved into place (default: `dir` itself): each session's
 /// `sessionFile` is written as an absolute path below it, as the gateway records it on every
@@ -131,15 +151,7 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path, state_dir: Opt
     let target = state_dir.map_or_else(|| root.clone(), Path::to_path_buf);
     let mut report = ExportReport::default();
     store.read(|db| {
-        // Entries by agent; keys outside any agent (`global`, `unknown`) go to the default one.
-        let mut by_agent: BTreeMap<String, Vec<(String, Entry)>> = BTreeMap::new();
-        db.all_sessions(|key, json| {
-            let entry: Entry = serde_json::from_str(&json)
-                .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
-            let agent = parse_agent_key(&key).map_or_else(|| km.default_agent().to_owned(), |k| k.agent_id);
-            by_agent.entry(agent).or_default().push((key, entry));
-            Ok(())
-        })?;
+        let by_agent = sessions_by_agent(db, km)?;
         for (agent, entries) in by_agent {
             let sessions_dir = root.join("agents").join(&agent).join("sessions");
             make_dir(&root, &sessions_dir)?;

@@ -27,91 +27,56 @@ use crate::store::bulk::SubagentRunRow;
 use crate::store::transcripts::NewEntry;
 use crate::store::Store;
 
+pub use super::report::{ImportReport, Layout, LayoutCounts, Merged};
+
 /// A transcript's entries as read.
-type Entries = Vec<NewEntry>;
+pub(super) type Entries = Vec<NewEntry>;
 
 /// A batch is written once it holds this many entries …
 const BATCH_MESSAGES: usize = 50_000;
 /// … or this many sessions.
 const BATCH_SESSIONS: usize = 2_000;
 
-/// What an import added, and what it left out.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct ImportReport {
-    pub sessions: u64,
-    pub messages: u64,
-    pub runs: u64,
-    pub skipped: Vec<Skipped>,
-    pub merged: Vec<Merged>,
-}
-
-/// An entry that landed on a key another entry of the folder also landed on: dropped for the
-/// newer one (the gateway's rule), or, under `session.scope: "global"`, kept under a key of its
-/// own agent (`kept_as`), so that no agent's main session becomes unreachable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Merged {
-    /// the store file, relative to the folder
-    pub file: String,
-    /// its key as the file has it
-    pub key: String,
-    pub session_id: String,
-    /// the key it landed on
-    pub into: String,
-    /// where it is kept instead, when it is
-    pub kept_as: Option<String>,
-}
-
-impl ImportReport {
-    pub fn to_json(&self) -> Value {
-        let merged = self.merged.iter().map(|m| {
-            let mut o = serde_json::json!({"file": m.file, "key": m.key, "sessionId": m.session_id, "into": m.into});
-            if let Some(k) = &m.kept_as {
-                o["keptAs"] = Value::from(k.clone());
-            }
-            o
-        });
-        serde_json::json!({
-            "sessions": self.sessions,
-            "messages": self.messages,
-            "runs": self.runs,
-            "skipped": self.skipped.iter().map(Skipped::to_json).collect::<Vec<_>>(),
-            "merged": merged.collect::<Vec<_>>(),
-        })
-    }
-}
-
 /// One entry read from a store file, on its way in.
-struct Candidate {
-    key: String,
+pub(super) struct Candidate {
+    pub(super) key: String,
     /// the key as the store file has it
-    raw_key: String,
-    entry: Entry,
-    updated: i64,
+    pub(super) raw_key: String,
+    pub(super) entry: Entry,
+    pub(super) updated: i64,
     /// `updatedAt` was missing and became the import's "now": never newer than a stored entry,
     /// so that importing again changes nothing
-    updated_missing: bool,
+    pub(super) updated_missing: bool,
     /// the raw key already was the canonical one (wins a tie)
-    was_canonical: bool,
+    pub(super) was_canonical: bool,
     /// a legacy direct chat key (may become the main entry, §2.8)
-    legacy_direct: bool,
-    agent: String,
+    pub(super) legacy_direct: bool,
+    pub(super) agent: String,
     /// folder of the store file it came from
-    store_dir: PathBuf,
+    pub(super) store_dir: PathBuf,
     /// the store file, relative to the state folder
-    store_rel: String,
-    session_file: Option<String>,
+    pub(super) store_rel: String,
+    pub(super) session_file: Option<String>,
+    /// the 2026.9 agent database it came from (an index into `Importer::dbs`), `None` for 2026.1
+    pub(super) db: Option<usize>,
 }
 
-struct Importer<'a> {
-    root: PathBuf,
-    km: &'a KeyModel,
+pub(super) struct Importer<'a> {
+    pub(super) root: PathBuf,
+    pub(super) km: &'a KeyModel,
     mirror_dir: Option<&'a Path>,
-    now: i64,
-    report: ImportReport,
+    pub(super) now: i64,
+    pub(super) report: ImportReport,
+    /// the 2026.9 agent databases being read (each inside its read transaction)
+    pub(super) dbs: Vec<crate::store::oc9_read::Oc9Db>,
 }
+
+/// One session of a batch: the candidate, its transcript, and (2026.9) the transcripts of its
+/// other generations by session id.
+type BatchItem = (usize, Option<Entries>, Vec<(String, Entries)>);
 
 impl Importer<'_> {
-    fn skip(&mut self, file: &str, line: Option<usize>, reason: impl Into<String>) {
+    pub(super) fn skip(&mut self, file: &str, line: Option<usize>, reason: impl Into<String>) {
         self.report.skipped.push(Skipped { file: file.to_owned(), line, reason: reason.into() });
     }
 
@@ -275,27 +240,35 @@ impl Importer<'_> {
                 store_dir: store_dir.clone(),
                 store_rel: rel.clone(),
                 session_file,
+                db: None,
             };
-            match index.get(&c.key) {
-                None => {
-                    index.insert(c.key.clone(), into.len());
-                    into.push(c);
-                }
-                Some(&at) => {
-                    let old = &into[at];
-                    let wins = c.updated > old.updated
-                        || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
-                    let loser = if wins { old } else { &c };
-                    self.report.merged.push(Merged {
-                        file: loser.store_rel.clone(),
-                        key: loser.raw_key.clone(),
-                        session_id: entry::str_field(&loser.entry, "sessionId").unwrap_or_default().to_owned(),
-                        into: loser.key.clone(),
-                        kept_as: None,
-                    });
-                    if wins {
-                        into[at] = c;
-                    }
+            self.offer(c, into, index);
+        }
+    }
+
+    /// Adds a candidate, or keeps the one already under its key when that one wins (the larger
+    /// `updatedAt`, on a tie the one that already had the canonical key); the loser is reported
+    /// in `merged`.
+    pub(super) fn offer(&mut self, c: Candidate, into: &mut Vec<Candidate>, index: &mut HashMap<String, usize>) {
+        match index.get(&c.key) {
+            None => {
+                index.insert(c.key.clone(), into.len());
+                into.push(c);
+            }
+            Some(&at) => {
+                let old = &into[at];
+                let wins =
+                    c.updated > old.updated || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
+                let loser = if wins { old } else { &c };
+                self.report.merged.push(Merged {
+                    file: loser.store_rel.clone(),
+                    key: loser.raw_key.clone(),
+                    session_id: entry::str_field(&loser.entry, "sessionId").unwrap_or_default().to_owned(),
+                    into: loser.key.clone(),
+                    kept_as: None,
+                });
+                if wins {
+                    into[at] = c;
                 }
             }
         }
@@ -387,6 +360,7 @@ impl Importer<'_> {
                 store_dir: src.store_dir.clone(),
                 store_rel: src.store_rel.clone(),
                 session_file: src.session_file.clone(),
+                db: src.db,
             };
             index.insert(main, cands.len());
             cands.push(copy);
@@ -394,12 +368,33 @@ impl Importer<'_> {
     }
 
     /// Writes one batch of entries with their transcripts in one transaction.
-    fn write_batch(&mut self, store: &Store, batch: &[(usize, Option<Entries>)], cands: &[Candidate]) -> Result<()> {
+    fn write_batch(&mut self, store: &Store, batch: &[BatchItem], cands: &[Candidate]) -> Result<()> {
         let (mirror_dir, now) = (self.mirror_dir, self.now);
-        let (sessions, messages) = store.write(|db| {
-            let (mut sessions, mut messages) = (0u64, 0u64);
-            for (i, transcript) in batch {
+        let counts = store.write(|db| {
+            let mut counts: HashMap<Layout, (u64, u64)> = HashMap::new();
+            // Brings the stored transcript of `sid` in step with `entries`; the messages it added.
+            let sync = |sid: &str, entries: &Entries| -> Result<u64> {
+                let (replace, added) = match sync_plan(db, sid, entries)? {
+                    Sync::Nothing => return Ok(0),
+                    Sync::Append(from) => (false, &entries[from..]),
+                    Sync::Replace => (true, &entries[..]),
+                };
+                let at = if replace { db.replace_transcript(sid, added)? } else { db.append_entries(sid, added)? };
+                if let Some(dir) = mirror_dir {
+                    // As appendMessages does: inside the transaction, for the rows' order;
+                    // a failed mirror write fails nothing (SQLite is the source of truth).
+                    let lines = stored_lines(&at, added, now);
+                    let _ = crate::mirror::write_lines(dir, sid, &lines, now, replace);
+                }
+                Ok(added.iter().filter(|e| e.body.is_message()).count() as u64)
+            };
+            for (i, transcript, generations) in batch {
                 let c = &cands[*i];
+                let layout = if c.db.is_some() { Layout::Sqlite } else { Layout::Json };
+                let (sessions, messages) = counts.entry(layout).or_default();
+                for (sid, entries) in generations {
+                    *messages += sync(sid, entries)?;
+                }
                 let sid = entry::str_field(&c.entry, "sessionId").unwrap_or_default();
                 let stored_sid = match db.session(&c.key)? {
                     Some(existing) if c.updated_missing || entry::updated_at(&existing) >= c.updated => {
@@ -407,7 +402,7 @@ impl Importer<'_> {
                     }
                     _ => {
                         db.put_session(&c.key, &c.entry)?;
-                        sessions += 1;
+                        *sessions += 1;
                         sid.to_owned()
                     }
                 };
@@ -416,24 +411,13 @@ impl Importer<'_> {
                 if stored_sid != sid {
                     continue;
                 }
-                let (replace, added) = match sync_plan(db, sid, entries)? {
-                    Sync::Nothing => continue,
-                    Sync::Append(from) => (false, &entries[from..]),
-                    Sync::Replace => (true, &entries[..]),
-                };
-                let at = if replace { db.replace_transcript(sid, added)? } else { db.append_entries(sid, added)? };
-                messages += added.iter().filter(|e| e.body.is_message()).count() as u64;
-                if let Some(dir) = mirror_dir {
-                    // As appendMessages does: inside the transaction, for the rows' order;
-                    // a failed mirror write fails nothing (SQLite is the source of truth).
-                    let lines = stored_lines(&at, added, now);
-                    let _ = crate::mirror::write_lines(dir, sid, &lines, now, replace);
-                }
+                *messages += sync(sid, entries)?;
             }
-            Ok((sessions, messages))
+            Ok(counts)
         })?;
-        self.report.sessions += sessions;
-        self.report.messages += messages;
+        for (layout, (sessions, messages)) in counts {
+            self.report.add(layout, sessions, messages, 0, 0);
+        }
         Ok(())
     }
 
@@ -472,7 +456,7 @@ impl Importer<'_> {
             }
             Ok(n)
         })?;
-        self.report.runs += added;
+        self.report.add(Layout::Json, 0, 0, added, 0);
         Ok(())
     }
 }
@@ -481,7 +465,7 @@ impl Importer<'_> {
 /// `SubagentRun`: v1 fields migrated, keys canonicalised, `announce` derived from the cleanup
 /// state (kept as is when the record already has a valid one, as our export writes), unknown
 /// fields kept.
-fn run_row(v: &Value, v1: bool, km: &KeyModel, now: i64) -> std::result::Result<SubagentRunRow, String> {
+pub(super) fn run_row(v: &Value, v1: bool, km: &KeyModel, now: i64) -> std::result::Result<SubagentRunRow, String> {
     let Value::Object(src) = v else { return Err("a run record that is not an object".into()) };
     let Some(run_id) = src.get("runId").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
         return Err("a run record without a runId".into());
@@ -577,12 +561,16 @@ pub fn import_state_dir(
     if !root.is_dir() {
         return Err(Error::store(format!("cannot import {}: not a folder", dir.display())));
     }
-    let mut imp = Importer { root, km, mirror_dir, now, report: ImportReport::default() };
+    let mut imp = Importer { root, km, mirror_dir, now, report: ImportReport::default(), dbs: Vec::new() };
     let mut cands = Vec::new();
     let mut index = HashMap::new();
     for (i, (path, agent)) in imp.store_files().into_iter().enumerate() {
+        if path.exists() {
+            imp.report.layouts.entry(Layout::Json).or_default();
+        }
         imp.read_store(&path, &agent, i == 0, &mut cands, &mut index);
     }
+    imp.read_agent_databases(&mut cands, &mut index);
     imp.adopt_main_entries(&mut cands, &mut index);
 
     // A transcript is read once per session id, for the first entry that names it.
@@ -591,13 +579,16 @@ pub fn import_state_dir(
     let mut batch_messages = 0usize;
     for i in 0..cands.len() {
         let sid = entry::str_field(&cands[i].entry, "sessionId").unwrap_or_default().to_owned();
-        let transcript = if read_sids.insert(sid.clone()) {
-            imp.transcript_file(&cands[i], &sid).map(|f| imp.read_transcript(&f))
-        } else {
-            None
+        let (transcript, generations) = match cands[i].db {
+            Some(db) => imp.database_transcripts(db, &cands[i], &mut read_sids),
+            None if read_sids.insert(sid.clone()) => {
+                (imp.transcript_file(&cands[i], &sid).map(|f| imp.read_transcript(&f)), Vec::new())
+            }
+            None => (None, Vec::new()),
         };
         batch_messages += transcript.as_ref().map_or(0, Vec::len);
-        batch.push((i, transcript));
+        batch_messages += generations.iter().map(|(_, m)| m.len()).sum::<usize>();
+        batch.push((i, transcript, generations));
         if batch_messages >= BATCH_MESSAGES || batch.len() >= BATCH_SESSIONS {
             imp.write_batch(store, &batch, &cands)?;
             batch.clear();
@@ -608,5 +599,6 @@ pub fn import_state_dir(
         imp.write_batch(store, &batch, &cands)?;
     }
     imp.import_runs(store)?;
+    imp.import_database_runs(store)?;
     Ok(imp.report)
 }

@@ -391,7 +391,7 @@ impl SessionTools {
     }
 
     /// Writes the store as a gateway state folder (API.md §5).
-    #[napi(ts_args_type = "dir: string, options?: { stateDir?: string }", ts_return_type = "Promise<ExportReport>")]
+    #[napi(ts_args_type = "dir: string, options?: ExportOptions", ts_return_type = "Promise<ExportReport>")]
     pub fn export_state_dir<'env>(
         &self,
         env: &'env Env,
