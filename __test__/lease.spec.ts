@@ -10,8 +10,9 @@ import type { AgentRunRequest } from '../index.js'
 import { INDEX_JS, SessionTools, tmpDir, track } from './helpers'
 
 const INTERRUPTED = 'interrupted: the process stopped before the run finished'
-// short, so that the heartbeat (a third of it) notices the kill soon
-const CONFIG = { session: { ownership: { leaseMs: 1500 }, agentToAgent: { maxPingPongTurns: 0 } } }
+const CONFIG = { session: { agentToAgent: { maxPingPongTurns: 0 } } }
+// a short lease, so that the heartbeat (a third of it) notices the kill soon
+const SETTINGS = { ownership: { leaseMs: 1500 } }
 
 /** A gateway process whose child run finishes, whose announce of it and whose send's run never
  * do; prints `READY <json>` once both are in flight. */
@@ -26,6 +27,7 @@ const HOLDER = `
   SessionTools.open({
     path: process.env.ST_DB,
     config: ${JSON.stringify(CONFIG)},
+    settings: ${JSON.stringify(SETTINGS)},
     runAgent: (req) => {
       if (req.lane === 'subagent') return Promise.resolve({ reply: 'indexed' })
       if (req.lane === 'announce') seen.announce = req
@@ -76,6 +78,7 @@ describe('a second process on the same file', () => {
         await SessionTools.open({
           path: db,
           config: CONFIG,
+          settings: SETTINGS,
           runAgent: async (req) => {
             if (req.lane === 'announce') announces.push(req)
             return { reply: 'told the user' }

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::store::owners::OwnerRecord;
 use crate::store::Db;
 
-/// The default lease length (`session.ownership.leaseMs`).
+/// The default lease length (the setting `ownership.leaseMs`).
 pub const DEFAULT_LEASE_MS: u64 = 30_000;
 /// The shortest lease accepted: shorter ones are raised to this.
 pub const MIN_LEASE_MS: u64 = 1_000;

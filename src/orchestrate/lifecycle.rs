@@ -45,6 +45,7 @@ impl Orchestrator {
     /// (announcing what was left unannounced), and starts the outbox worker, the archive
     /// sweeper and the lease's heartbeat.
     pub async fn start(self: &Arc<Self>) -> Result<()> {
+        self.report_deprecated();
         self.take_lease().await?;
         subagents::recover(self).await?;
         let me: Arc<dyn Dispatcher> = self.clone();

@@ -1,5 +1,5 @@
 //! An open store's lease at work (API.md §1.7): taken on open, renewed by a heartbeat every
-//! third of `session.ownership.leaseMs`, released by a clean close, and the *takeover pass* that
+//! third of the setting `ownership.leaseMs`, released by a clean close, and the *takeover pass* that
 //! each open and each heartbeat makes: in one write, renew this lease, reap the owners that
 //! [`Lease::holds`] says are gone, and end their runs as interrupted; then let the sub-agent
 //! registry announce what they left and wake the outbox worker for their pending announces.

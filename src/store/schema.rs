@@ -123,7 +123,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_owner ON task_runs_2026_9 (owner_key, created_at DESC);
     CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_child ON task_runs_2026_9 (child_session_key) WHERE child_session_key IS NOT NULL;
     "#,
-    // 5: ownership by lease (API.md §1.7): runs.owner and outbox.owner name a row here; work is
+    // 5 (fidelity, issue 12): the ids read from transcript files, so that an id given to an
+    // appended entry is never one of them (appended messages, envelope NULL, stay out of the
+    // index); IF NOT EXISTS, so its place among the migrations does not matter.
+    r#"
+    CREATE INDEX IF NOT EXISTS messages_by_read_id ON messages (session_id, entry_id) WHERE envelope IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS transcript_entries_by_id ON transcript_entries (session_id, entry_id);
+    "#,
+    // 6: ownership by lease (API.md §1.7): runs.owner and outbox.owner name a row here; work is
     // held while its owner's lease has not expired. It touches only its own table.
     r#"
     CREATE TABLE IF NOT EXISTS owners (
