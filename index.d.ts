@@ -21,8 +21,6 @@ export interface GatewayConfig {
     history?: { maxChars?: number }
     /** @deprecated not a gateway key (the gateway refuses the file): use `settings.outbox` */
     outbox?: { maxAttempts?: number; backoffMs?: number }
-    /** API.md §1.7: how long a store holds its runs and claims without renewing (ms) */
-    ownership?: { leaseMs?: number }
     [key: string]: unknown
   }
   tools?: {
@@ -321,6 +319,8 @@ export interface Settings {
   outbox?: { maxAttempts?: number; backoffMs?: number }
   /** the agent-to-agent chain budget (default 20 turns, DECISIONS.md #4) */
   agentToAgent?: { maxChainTurns?: number }
+  /** how long an open store holds its runs and announce claims without renewing its lease (default 30 000 ms, clamped to 1000..86 400 000; API.md §1.7) */
+  ownership?: { leaseMs?: number }
 }
 
 /** What `SessionTools.measureCallback` reports. */
