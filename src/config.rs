@@ -252,8 +252,6 @@ pub struct Config {
     pub outbox_max_attempts: u32,
     /// `session.outbox.backoffMs`, default 1000
     pub outbox_backoff_ms: u64,
-    /// `settings.ownership.leaseMs`, default 30 000, clamped to 1000..=86 400 000 (API.md §1.7)
-    pub lease_ms: u64,
     /// keys of the gateway config that moved to our settings and are still there
     /// ([`crate::settings::effective_config`])
     pub deprecated: Vec<crate::settings::Deprecated>,
@@ -358,7 +356,6 @@ impl Config {
             history_max_chars,
             outbox_max_attempts,
             outbox_backoff_ms,
-            lease_ms: crate::owner::DEFAULT_LEASE_MS,
             deprecated: Vec::new(),
             settings: Default::default(),
             key_model,

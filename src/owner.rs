@@ -24,6 +24,12 @@ pub const MIN_LEASE_MS: u64 = 1_000;
 /// The longest lease accepted (a day): longer ones are lowered to this.
 pub const MAX_LEASE_MS: u64 = 86_400_000;
 
+/// The lease length in force: the setting `ownership.leaseMs` (clamped when read), or the
+/// default.
+pub fn lease_ms(config: &crate::config::Config) -> u64 {
+    config.settings.lease_ms.unwrap_or(DEFAULT_LEASE_MS)
+}
+
 /// The time leases are read against, in ms since the epoch: the system clock, or a test's.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 

@@ -135,9 +135,6 @@ fn with_settings(config: &Value, s: Settings) -> Result<Config> {
     if let Some(v) = s.max_chain_turns {
         c.max_chain_turns = v;
     }
-    if let Some(v) = s.lease_ms {
-        c.lease_ms = v;
-    }
     c.deprecated = deprecated_in(config);
     c.settings = s;
     Ok(c)

@@ -58,7 +58,7 @@ impl Orchestrator {
 
     async fn pass(&self, first: bool) -> Result<Takeover> {
         let (e, lease) = (self.engine().clone(), self.lease().clone());
-        let length = e.config().lease_ms;
+        let length = crate::owner::lease_ms(&e.config());
         blocking(move || {
             e.store().write(|db| {
                 let renewed = if first {
@@ -83,7 +83,7 @@ impl Orchestrator {
         tokio::spawn(async move {
             loop {
                 let Some(me) = weak.upgrade() else { return };
-                let every = Duration::from_millis((me.engine().config().lease_ms / 3).max(1));
+                let every = Duration::from_millis((crate::owner::lease_ms(&me.engine().config()) / 3).max(1));
                 let stop = me.heartbeat.clone();
                 drop(me);
                 tokio::select! {
