@@ -304,7 +304,8 @@ impl Engine {
         Ok(json!({"ts": now, "path": self.store.path(), "count": rows.len(), "sessions": rows}))
     }
 
-    fn title_and_preview(
+    /// `derivedTitle` and `lastMessagePreview` of a row (§2.7), reading at most 10 + 20 messages.
+    pub fn title_and_preview(
         &self,
         db: &crate::store::Db<'_>,
         r: &ListedRow,

@@ -48,6 +48,8 @@ pub struct Config {
     /// `agents.defaults.sandbox.sessionToolsVisibility`, default spawned
     pub sandbox_visibility: Visibility,
     pub subagents: SubagentDefaults,
+    /// `agents.defaults.model` (a string, or `{primary}`)
+    pub default_model: Option<String>,
     pub agents: Vec<AgentConfig>,
     /// `agents.ownership` (2026.9): `explicit` or absent
     pub agents_ownership_explicit: bool,
@@ -55,6 +57,9 @@ pub struct Config {
     pub models: ModelCatalog,
     /// `session.history.maxChars`
     pub history_max_chars: Option<u64>,
+    /// `logging.redactPatterns`: masked in 2026.9 history besides the built-in patterns (as
+    /// literal text, not regular expressions)
+    pub history_redact_patterns: Vec<String>,
     /// `session.outbox.maxAttempts`, default 5, min 1
     pub outbox_max_attempts: u32,
     /// `session.outbox.backoffMs`, default 1000
@@ -129,6 +134,7 @@ impl Config {
         let defaults = agents.section("defaults")?;
         let default_timeout_seconds = defaults.number("timeoutSeconds")?.map_or(600, |n| floor_u64(n).max(1));
         let sandbox_visibility = agents::read_visibility(&defaults.section("sandbox")?)?.unwrap_or_default();
+        let default_model = defaults.model("model")?;
         let subagents = agents::read_subagent_defaults(&defaults.section("subagents")?, rules)?;
         let agent_list = agents::read_agents(&agents, rules)?;
         let agents_ownership_explicit = rules.agents_entries && agents.lowered("ownership")?.is_some();
@@ -139,6 +145,7 @@ impl Config {
             .map_or(DEFAULT_AGENT_ID, |a| a.id.as_str())
             .to_string();
 
+        let history_redact_patterns = root.section("logging")?.strings("redactPatterns")?.unwrap_or_default();
         let queue = sessions::read_queue(&root.section("messages")?.section("queue")?)?;
         let models = models::read_catalog(&root.section("models")?.section("providers")?)?;
 
@@ -157,11 +164,13 @@ impl Config {
             default_timeout_seconds,
             sandbox_visibility,
             subagents,
+            default_model,
             agents: agent_list,
             agents_ownership_explicit,
             queue,
             models,
             history_max_chars,
+            history_redact_patterns,
             outbox_max_attempts,
             outbox_backoff_ms,
             key_model,

@@ -651,7 +651,7 @@ impl SessionTools {
     #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "ToolDefinition[]")]
     pub fn tool_definitions<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx = to_json(env, ctx, "ctx").and_then(|c| ToolContext::from_json(&c)).map_err(|e| js_error(env, &e))?;
-        let defs = Value::Array(tools::definitions(&ctx));
+        let defs = Value::Array(tools::definitions_for(self.engine.config().rules(), &ctx));
         from_json_text(env, &defs.to_string())
     }
 
@@ -680,7 +680,7 @@ impl SessionTools {
     pub fn create_tools<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx_json = to_json(env, ctx, "ctx").map_err(|e| js_error(env, &e))?;
         let parsed = ToolContext::from_json(&ctx_json).map_err(|e| js_error(env, &e))?;
-        let defs = tools::definitions(&parsed);
+        let defs = tools::definitions_for(self.engine.config().rules(), &parsed);
         let mut arr = env.create_array(defs.len() as u32)?;
         for (i, def) in defs.into_iter().enumerate() {
             let name = def.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();

@@ -9,12 +9,14 @@
 //! keys and finished entries.
 
 pub mod bulk;
+pub mod inventory;
 pub mod outbox;
 pub mod runs;
 mod schema;
 pub mod sessions;
 pub mod subagents;
 pub mod transcripts;
+pub mod windows;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod history;
 pub mod list;
+pub mod v2026_9;
 
 use serde_json::{json, Map, Value};
 
@@ -140,6 +141,23 @@ pub fn refusal(status: &str, error: impl std::fmt::Display) -> Value {
 pub const TOOL_NAMES: &[&str] =
     &["sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"];
 
+/// The tool definitions of a contract: 2026.1's, or (2026.9) the 2026.9 schemas of
+/// `sessions_list`, `sessions_history` and `agents_list` with the other tools' integers typed
+/// `integer`. A sub-agent caller gets none of the session tools.
+pub fn definitions_for(rules: &crate::contract::Rules, ctx: &ToolContext) -> Vec<Value> {
+    let mut defs = definitions(ctx);
+    if rules.tool_shape == crate::contract::ToolShape::Openclaw2026_9 && !defs.is_empty() {
+        let shaped = v2026_9::definitions(rules.integer_type);
+        for d in defs.iter_mut() {
+            match shaped.iter().find(|s| s["name"] == d["name"]) {
+                Some(s) => *d = s.clone(),
+                None => v2026_9::retype_numbers(d, rules.integer_type),
+            }
+        }
+    }
+    defs
+}
+
 /// The tool definitions (API.md §3): numbers typed `number`, no top-level anyOf/oneOf. A
 /// sub-agent caller gets none of the session tools (REFERENCE.md §6.9).
 pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
@@ -223,7 +241,8 @@ pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
 /// As [`run`] for a caller that wants the payload as JSON text (`wrap` false): `sessions_list`
 /// builds its rows straight into text; the other tools serialize their value.
 pub fn run_text(engine: &crate::engine::Engine, name: &str, params: &Value, ctx: &Value) -> Result<String> {
-    if name == "sessions_list" {
+    let shape = engine.config().rules().tool_shape;
+    if name == "sessions_list" && shape == crate::contract::ToolShape::Reference2026_1 {
         let c = ToolContext::from_json(ctx)?;
         return match list::run_text(engine, params, &c) {
             Ok(list::Listing(text)) => Ok(text),
@@ -239,6 +258,12 @@ pub fn run_text(engine: &crate::engine::Engine, name: &str, params: &Value, ctx:
 /// anything else a tool refuses or throws is a payload.
 pub fn run(engine: &crate::engine::Engine, name: &str, params: &Value, ctx: &Value, wrap: bool) -> Result<Value> {
     let ctx = ToolContext::from_json(ctx)?;
+    if engine.config().rules().tool_shape == crate::contract::ToolShape::Openclaw2026_9 {
+        if let Some(details) = v2026_9::run(engine, name, params, &ctx) {
+            let details = payload_or_error(name, details)?;
+            return Ok(if wrap { envelope(details) } else { details });
+        }
+    }
     let details = match name {
         "sessions_list" => list::run(engine, params, &ctx),
         "sessions_history" => history::run(engine, params, &ctx),
