@@ -5,7 +5,7 @@
 //! oversized-row placeholder), and `__openclaw: {seq, id}` on every message.
 //!
 //! A page reads O(limit) rows: the transcript's length is its last sequence number and a page
-//! is a range of sequence numbers. Only a `messageId` that is not a `seq-<n>` id walks the
+//! is a range of sequence numbers. Only a `messageId` that is not one of this tool's positional ids walks the
 //! transcript to find the message.
 
 use serde_json::{json, Map, Value};
@@ -132,9 +132,20 @@ pub fn run(engine: &Engine, input: &ToolInput<'_>) -> Result<Value> {
                     Ok((db.messages_between(sid, (last - limit + 1).max(1), last)?, total, None))
                 }
                 Window::Around(id) => {
-                    let seq = match id.strip_prefix("seq-").and_then(|n| n.parse::<i64>().ok()) {
-                        Some(n) if (1..=total).contains(&n) => Some(n),
-                        _ => db.seq_of_message_id(sid, id)?,
+                    // an id this tool gave a message without one is its seq in hex
+                    let by_position = (id.len() == 8).then(|| i64::from_str_radix(id, 16).ok()).flatten();
+                    let own = match by_position.filter(|n| (1..=total).contains(n)) {
+                        Some(n) => db
+                            .messages_between(sid, n, n)?
+                            .first()
+                            .and_then(with_meta)
+                            .filter(|m| meta_id(m) == Some(id.as_str()))
+                            .map(|_| n),
+                        None => None,
+                    };
+                    let seq = match own {
+                        Some(n) => Some(n),
+                        None => db.seq_of_message_id(sid, id)?,
                     };
                     let Some(seq) = seq else { return Ok((Vec::new(), total, None)) };
                     let before = limit / 2;
@@ -227,8 +238,9 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
-/// The stored message with `__openclaw: {seq, id}` (its own id when it carries one, else
-/// `seq-<n>`); user envelopes stripped.
+/// The stored message with `__openclaw: {seq, id}` (its own id when it carries one, else its
+/// seq as 8 hex digits, as the transcript store names entries without one); user envelopes
+/// stripped.
 fn with_meta(m: &StoredMessage) -> Option<Value> {
     let mut v: Value = serde_json::from_str(&m.json).ok()?;
     let obj = v.as_object_mut()?;
@@ -238,7 +250,7 @@ fn with_meta(m: &StoredMessage) -> Option<Value> {
         .or_else(|| obj.get("id"))
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .map_or_else(|| format!("seq-{}", m.seq), str::to_string);
+        .map_or_else(|| format!("{:08x}", m.seq), str::to_string);
     let mut meta = obj.get("__openclaw").and_then(Value::as_object).cloned().unwrap_or_default();
     meta.insert("seq".into(), Value::from(m.seq));
     meta.insert("id".into(), Value::from(id));
@@ -328,6 +340,10 @@ fn cap_oldest(items: Vec<Value>, max: usize) -> (Vec<Value>, usize) {
         start += 1;
     }
     (items.into_iter().skip(start).collect(), bytes)
+}
+
+fn meta_id(m: &Value) -> Option<&str> {
+    m.get("__openclaw").and_then(|o| o.get("id")).and_then(Value::as_str)
 }
 
 /// Grows the window from the anchor, one older and one newer at a time, while it fits.
