@@ -238,7 +238,7 @@ pub fn run(engine: &Engine, input: &ToolInput<'_>) -> Result<Value> {
 /// `classifySessionKeyShape(key) === "malformed_agent"`: starts with `agent:` but does not
 /// parse as `agent:<id>:<rest>`.
 fn malformed_agent_key(key: &str) -> bool {
-    key.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("agent:")) && keys::parse_agent_key(key).is_none()
+    crate::keys9::shape(key) == crate::keys9::KeyShape::MalformedAgent
 }
 
 /// An actor projected to `{type, id, label, identity}`.

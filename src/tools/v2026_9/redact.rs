@@ -1,11 +1,14 @@
 //! Credential masking of the 2026.9 `sessions_history` (always on): vendor tokens found by
-//! their prefix, `Bearer` credentials, secret-named assignments (`password: …`, `token=…`),
-//! URL passwords and PEM private keys, plus configured literal patterns. A masked value keeps
-//! its first 6 and last 4 characters (`sk-abc…6789`); one shorter than 18 becomes `***`.
+//! their prefix, JWTs and other dotted tokens, `Bearer` and `Authorization` credentials,
+//! secret-named assignments (`password: …`, `token=…`, `OPENAI_API_KEY=…`, `--api-key …`,
+//! `"apiKey": "…"`), URL passwords and PEM private keys, plus configured literal patterns. A
+//! masked value keeps its first 6 and last 4 characters (`sk-abc…6789`); one shorter than 18
+//! becomes `***`.
 //!
-//! A hand-written scanner over the gateway's most common patterns, not its full pattern set
-//! (about 120 expressions): agreement with the package is measured by
-//! `scripts/compare-2026.9.mjs`. Pure text in, text out; never sees anything but the text.
+//! A hand-written scanner (no regular expressions) over the gateway's common patterns, not its
+//! whole set of about 120: `src/agreement_test.rs` compares it with the package's own
+//! `redactToolPayloadText` on the texts `scripts/oc96-fixture.mjs` recorded. Pure text in, text
+//! out.
 
 /// Values shorter than this are masked whole.
 const MIN_LENGTH: usize = 18;
@@ -38,6 +41,8 @@ enum Body {
     Gitlab,
     /// `[A-Z0-9]`
     Upper,
+    /// `[0-9A-Za-z_./+=-]`
+    Google,
 }
 
 impl Body {
@@ -48,6 +53,7 @@ impl Body {
                 Body::WordDash => c == '_' || c == '-',
                 Body::AlnumDash => c == '-',
                 Body::Gitlab => matches!(c, '.' | '_' | '=' | '-'),
+                Body::Google => matches!(c, '_' | '.' | '/' | '+' | '=' | '-'),
                 Body::Alnum | Body::Upper => false,
             }
     }
@@ -92,6 +98,12 @@ const VENDOR: &[(&str, Body, usize, Option<usize>, Before)] = &[
     ("tvly-", Body::Alnum, 10, None, Before::Any),
     ("xai-", Body::Alnum, 30, None, Before::Any),
     ("r8_", Body::Alnum, 10, None, Before::Any),
+    ("dop_v1_", Body::Alnum, 10, None, Before::Any),
+    ("doo_v1_", Body::Alnum, 10, None, Before::Any),
+    ("dor_v1_", Body::Alnum, 10, None, Before::Any),
+    ("AKID", Body::Alnum, 10, None, Before::Any),
+    ("LTAI", Body::Alnum, 10, None, Before::Any),
+    ("ya29.", Body::Google, 10, None, Before::Any),
     ("AKIA", Body::Upper, 16, Some(16), Before::NotAlnum),
     ("ASIA", Body::Upper, 16, Some(16), Before::NotAlnum),
 ];
@@ -126,6 +138,7 @@ pub fn redact(text: &str, extra: &[String]) -> (String, bool) {
         }
     }
     out = pem(&out);
+    out = json_fields(&out);
     out = scan(&out);
     let changed = out != text;
     (out, changed)
@@ -157,6 +170,61 @@ fn pem(text: &str) -> String {
     out
 }
 
+/// `"apiKey": "<value>"` (any secret-named JSON field with a string value) → `"***"`.
+fn json_fields(text: &str) -> String {
+    const FIELDS: &[&str] = &[
+        "apikey",
+        "api_key",
+        "api-key",
+        "token",
+        "accesstoken",
+        "access_token",
+        "refreshtoken",
+        "refresh_token",
+        "password",
+        "passwd",
+        "secret",
+        "clientsecret",
+        "client_secret",
+        "privatekey",
+        "private_key",
+        "authorization",
+    ];
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '"' {
+            let name_len = chars[i + 1..].iter().take_while(|c| **c != '"' && **c != '\n').count();
+            let name: String = chars[i + 1..i + 1 + name_len].iter().collect::<String>().to_lowercase();
+            let mut k = i + 1 + name_len + 1;
+            if FIELDS.contains(&name.as_str()) && chars.get(k - 1) == Some(&'"') {
+                while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+                    k += 1;
+                }
+                if chars.get(k) == Some(&':') {
+                    k += 1;
+                    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+                        k += 1;
+                    }
+                    if chars.get(k) == Some(&'"') {
+                        let vlen = chars[k + 1..].iter().take_while(|c| **c != '"').count();
+                        if chars.get(k + 1 + vlen) == Some(&'"') && vlen > 0 {
+                            out.extend(&chars[i..=k]);
+                            out.push_str("***\"");
+                            i = k + 2 + vlen;
+                            continue;
+                        }
+                    }
+                }
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
 /// One left-to-right pass for vendor tokens, `Bearer` credentials and secret assignments.
 fn scan(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
@@ -182,6 +250,164 @@ fn starts_with(chars: &[char], at: usize, s: &str) -> bool {
 
 fn starts_with_ci(chars: &[char], at: usize, s: &str) -> bool {
     s.chars().enumerate().all(|(k, c)| chars.get(at + k).is_some_and(|x| x.eq_ignore_ascii_case(&c)))
+}
+
+fn word_dash(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Dotted tokens: a JWT (`eyJ…` in three parts of ≥ 10), SendGrid `SG.<10+>.<10+>`, a Telegram
+/// bot token `<6+ digits>:<20+>`.
+fn dotted_token(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    let run = |from: usize| chars[from.min(chars.len())..].iter().take_while(|c| word_dash(**c)).count();
+    if starts_with(chars, i, "eyJ") {
+        let a = run(i + 3) + 3;
+        if a >= 10 && chars.get(i + a) == Some(&'.') {
+            let b = run(i + a + 1);
+            if b >= 10 && chars.get(i + a + 1 + b) == Some(&'.') {
+                let c = run(i + a + b + 2);
+                if c >= 10 {
+                    return Some((0, i + a + b + 2 + c));
+                }
+            }
+        }
+    }
+    if starts_with(chars, i, "SG.") {
+        let a = run(i + 3);
+        if a >= 10 && chars.get(i + 3 + a) == Some(&'.') {
+            let b = run(i + 4 + a);
+            if b >= 10 {
+                return Some((0, i + 4 + a + b));
+            }
+        }
+    }
+    if !prev.is_some_and(is_word) {
+        let digits = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits >= 6 && chars.get(i + digits) == Some(&':') {
+            let b = run(i + digits + 1);
+            let end = i + digits + 1 + b;
+            if b >= 20 && !chars.get(end).is_some_and(|c| is_word(*c)) {
+                return Some((0, end));
+            }
+        }
+    }
+    None
+}
+
+/// `NAME_KEY=value` style environment assignments (an upper-case name ending in `KEY`,
+/// `TOKEN`, `SECRET`, `PASSWORD` or `PASSWD`), the value optionally quoted.
+fn env_assignment(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    if prev.is_some_and(is_word) {
+        return None;
+    }
+    let name = chars[i..].iter().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || **c == '_').count();
+    let word: String = chars[i..i + name].iter().collect();
+    let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"].iter().any(|s| word.ends_with(s));
+    if name == 0 || !secret || chars.get(i + name).is_some_and(|c| is_word(*c)) {
+        return None;
+    }
+    let mut k = i + name;
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    if !matches!(chars.get(k), Some('=') | Some(':')) {
+        return None;
+    }
+    k += 1;
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    let quote = chars.get(k).filter(|c| **c == '"' || **c == '\'').copied();
+    if quote.is_some() {
+        k += 1;
+    }
+    let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'\\".contains(**c)).count();
+    (len > 0).then_some((k - i, k + len))
+}
+
+/// `--api-key <value>`, `--token=<value>` and the like.
+fn cli_flag(chars: &[char], i: usize) -> Option<(usize, usize)> {
+    if !starts_with(chars, i, "--") {
+        return None;
+    }
+    let flag = ["api-key", "apikey", "token", "password", "secret", "access-token", "auth-token", "client-secret"]
+        .into_iter()
+        .find(|f| starts_with_ci(chars, i + 2, f))?;
+    let mut k = i + 2 + flag.len();
+    match chars.get(k) {
+        Some('=') => k += 1,
+        Some(c) if c.is_whitespace() => {
+            while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+                k += 1;
+            }
+        }
+        _ => return None,
+    }
+    let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'".contains(**c)).count();
+    (len > 0).then_some((k - i, k + len))
+}
+
+/// `Authorization: Bearer <credential>`: the credential whatever its length (up to a blank,
+/// quote, `,`, `;`, `?`, `&` or `#`).
+fn authorization_header(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    if prev.is_some_and(is_word) || !starts_with_ci(chars, i, "authorization") {
+        return None;
+    }
+    let mut k = i + 13;
+    while chars.get(k).is_some_and(|c| *c == ' ' || *c == '\t') {
+        k += 1;
+    }
+    if !matches!(chars.get(k), Some(':') | Some('=')) {
+        return None;
+    }
+    k += 1;
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    if !starts_with(chars, k, "Bearer") {
+        return None;
+    }
+    k += 6;
+    let ws = chars[k..].iter().take_while(|c| c.is_whitespace()).count();
+    if ws == 0 {
+        return None;
+    }
+    k += ws;
+    let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'`,;?&#".contains(**c)).count();
+    (len > 0).then_some((k - i, k + len))
+}
+
+/// `scheme://user:<password>@` for web (http(s), ws(s), ftp) and database URLs.
+fn url_password(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    if prev.is_some_and(is_word) {
+        return None;
+    }
+    const WEB: &[&str] = &["https://", "http://", "wss://", "ws://", "ftp://"];
+    const DB: &[&str] = &[
+        "postgresql://",
+        "postgres://",
+        "mysql://",
+        "mongodb+srv://",
+        "mongodb://",
+        "rediss://",
+        "redis://",
+        "amqps://",
+        "amqp://",
+    ];
+    let (scheme, db) = match WEB.iter().find(|s| starts_with_ci(chars, i, s)) {
+        Some(s) => (*s, false),
+        None => (*DB.iter().find(|s| starts_with_ci(chars, i, s))?, true),
+    };
+    let mut k = i + scheme.len();
+    while chars.get(k).is_some_and(|c| !matches!(c, '/' | ':' | '@') && !c.is_whitespace()) {
+        k += 1;
+    }
+    if chars.get(k) != Some(&':') {
+        return None;
+    }
+    k += 1;
+    let len = chars[k..].iter().take_while(|c| **c != '@' && (db || **c != '/') && !c.is_whitespace()).count();
+    (len > 0 && chars.get(k + len) == Some(&'@')).then_some((k - i, k + len))
 }
 
 /// A credential starting at `i`: how many characters of the match stay (`Bearer `, `token=`)
@@ -211,6 +437,21 @@ fn match_at(chars: &[char], i: usize) -> Option<(usize, usize)> {
         if len >= *min && after_ok {
             return Some((0, end));
         }
+    }
+    if let Some(hit) = dotted_token(chars, i, prev) {
+        return Some(hit);
+    }
+    if let Some(hit) = env_assignment(chars, i, prev) {
+        return Some(hit);
+    }
+    if let Some(hit) = cli_flag(chars, i) {
+        return Some(hit);
+    }
+    if let Some(hit) = authorization_header(chars, i, prev) {
+        return Some(hit);
+    }
+    if let Some(hit) = url_password(chars, i, prev) {
+        return Some(hit);
     }
     if starts_with(chars, i, "Bearer") && !prev.is_some_and(is_word) {
         let mut start = i + 6;
