@@ -13,7 +13,7 @@ pub mod redact;
 
 use serde_json::{json, Value};
 
-use super::{Requester, ToolContext};
+use super::{Requester, Tool, ToolContext};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Result;
@@ -47,21 +47,21 @@ pub fn display_key(cfg: &Config, key: &str) -> String {
     }
 }
 
-/// Runs a 2026.9 tool by name; None for a tool whose surface is the same under both contracts.
-pub fn run(engine: &Engine, name: &str, args: &Value, ctx: &ToolContext) -> Option<Result<Value>> {
+/// Runs a 2026.9 store-job tool; None for a tool this module does not shape.
+pub fn run(engine: &Engine, tool: Tool, args: &Value, ctx: &ToolContext) -> Option<Result<Value>> {
     let input = ToolInput { args, ctx };
-    match name {
-        "sessions_list" => Some(list::run(engine, &input)),
-        "sessions_history" => Some(history::run(engine, &input)),
-        "agents_list" => Some(agents::run(&engine.config(), &input)),
-        _ => None,
+    match tool {
+        Tool::SessionsList => Some(list::run(engine, &input)),
+        Tool::SessionsHistory => Some(history::run(engine, &input)),
+        Tool::AgentsList => Some(agents::run(&engine.config(), &input)),
+        Tool::SessionsSend | Tool::SessionsSpawn => None,
     }
 }
 
-/// The 2026.9 definitions of the tools this module answers (integers typed `integer`).
-pub fn definitions(int: &str) -> Vec<Value> {
-    vec![
-        json!({
+/// The 2026.9 definition of a tool this module shapes (integers typed `int`).
+pub fn definition(tool: Tool, int: &str) -> Option<Value> {
+    match tool {
+        Tool::SessionsList => Some(json!({
             "name": "sessions_list",
             "label": "Sessions",
             "description": "List the sessions you may see, newest first, one page at a time: filter by kind, agent, label, search text, owner, creator, project, workspace, group, pinned or archived state and recent activity; continue with nextOffset while hasMore. Titles, last-message previews and recent messages on request.",
@@ -89,8 +89,8 @@ pub fn definitions(int: &str) -> Vec<Value> {
                     "includeLastMessage": {"type": "boolean"}
                 }
             }
-        }),
-        json!({
+        })),
+        Tool::SessionsHistory => Some(json!({
             "name": "sessions_history",
             "label": "Session History",
             "description": "Read a visible session's history, redacted and bounded: the latest messages, older pages with offset, or the messages around messageId. Tool results only with includeTools.",
@@ -107,14 +107,15 @@ pub fn definitions(int: &str) -> Vec<Value> {
                 },
                 "required": ["sessionKey"]
             }
-        }),
-        json!({
+        })),
+        Tool::AgentsList => Some(json!({
             "name": "agents_list",
             "label": "Agents",
             "description": "List the agent ids you may use with sessions_spawn, with their name, model and runtime.",
             "parameters": {"type": "object", "properties": {}}
-        }),
-    ]
+        })),
+        Tool::SessionsSend | Tool::SessionsSpawn => None,
+    }
 }
 
 /// Retypes the `number` parameters of a 2026.1 definition as `int`.
