@@ -410,6 +410,10 @@ impl Answer<'_> {
     /// Applies the byte budget: when even one row does not fit, previews and messages are
     /// dropped from every row; then the largest row count that fits is kept.
     fn fit(mut self, max: usize) -> Result<Value> {
+        let whole = self.result(self.rows.len());
+        if serde_json::to_string_pretty(&whole).map(|s| s.len() <= max).unwrap_or(false) {
+            return Ok(whole);
+        }
         if !self.rows.is_empty() && !self.fits(1, max) {
             for r in &mut self.rows {
                 for f in ["messages", "derivedTitle", "lastMessagePreview"] {

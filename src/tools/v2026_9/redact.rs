@@ -414,7 +414,16 @@ fn url_password(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, 
 /// and where the masked value ends.
 fn match_at(chars: &[char], i: usize) -> Option<(usize, usize)> {
     let prev = i.checked_sub(1).map(|p| chars[p]);
-    for (prefix, body, min, exact, before) in VENDOR {
+    let first = chars[i];
+    // only a vendor prefix may start inside a word; everything else starts at a boundary
+    let vendor_start = VENDOR.iter().any(|v| v.0.starts_with(first))
+        || starts_with(chars, i, "eyJ")
+        || starts_with(chars, i, "SG.")
+        || starts_with(chars, i, "--");
+    if !vendor_start && prev.is_some_and(is_word) {
+        return None;
+    }
+    for (prefix, body, min, exact, before) in VENDOR.iter().filter(|_| vendor_start) {
         let ok_before = match before {
             Before::Any => true,
             Before::NotWord => !prev.is_some_and(is_word),
