@@ -3,7 +3,8 @@
 //! from the entry into indexed columns when a session is written, and one page of sessions
 //! (newest first, `LIMIT … OFFSET …`) with every filter applied in SQL.
 //!
-//! A page reads only the rows it returns, plus the index entries it skips for its offset: each
+//! A page reads only the rows it returns, plus the index entries it skips for its offset (and,
+//! with filters beyond `archived`, the rows behind them): each
 //! query is driven by the index of its most selective filter (`INDEXED BY`), every filter that
 //! can have an index has one (migration 3 in `schema.rs`). `search` is a substring match over
 //! the `search` column (display name, label, subject, sessionId and key, lower-cased): it has no
@@ -83,7 +84,7 @@ macro_rules! inventory_sql {
             " OR spawned_by = :owned_by OR parent_key = :owned_by OR owner_key = :owned_by)",
             " AND (:tree_of IS NULL OR key = :tree_of OR spawned_by = :tree_of OR parent_key = :tree_of",
             " OR owner_key = :tree_of)",
-            " ORDER BY updated_at DESC, rowid ASC LIMIT :limit OFFSET :offset"
+            " ORDER BY updated_at DESC, key ASC LIMIT :limit OFFSET :offset"
         )
     };
 }
@@ -150,7 +151,9 @@ impl Db<'_> {
         Ok(())
     }
 
-    /// One page of the inventory, newest first: the rows from `offset` on, at most `limit`.
+    /// One page of the inventory, newest first (ties by key): the rows from `offset` on, at most
+    /// `limit`. Without filters beyond `archived` the rows an offset skips are skipped inside
+    /// the index (it holds the key), without reading them.
     pub fn inventory_page(&self, f: &InventoryFilter) -> Result<Vec<ListedRow>> {
         let group = f.group.as_deref();
         let template = if f.only_key.is_some() {

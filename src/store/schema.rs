@@ -108,7 +108,7 @@ const MIGRATIONS: &[&str] = &[
         grp = CASE json_type(entry, '$.category') WHEN 'text' THEN json_extract(entry, '$.category') END,
         parent_key = CASE json_type(entry, '$.parentSessionKey') WHEN 'text' THEN json_extract(entry, '$.parentSessionKey') END,
         owner_key = CASE json_type(entry, '$.ownerSessionKey') WHEN 'text' THEN json_extract(entry, '$.ownerSessionKey') END;
-    CREATE INDEX sessions_by_archived ON sessions (archived, updated_at DESC);
+    CREATE INDEX sessions_by_archived ON sessions (archived, updated_at DESC, key); -- key: offsets skip in the index
     CREATE INDEX sessions_by_pinned ON sessions (pinned, updated_at DESC) WHERE pinned = 1;
     CREATE INDEX sessions_by_owner_id ON sessions (owner_id, updated_at DESC) WHERE owner_id IS NOT NULL;
     CREATE INDEX sessions_by_creator_id ON sessions (creator_id, updated_at DESC) WHERE creator_id IS NOT NULL;
