@@ -345,6 +345,14 @@ describe('sessions_history 2026.9', () => {
     expect((await history(st, { sessionKey: 'main', sessionId: 'x' })).error).toBe('sessionId requires messageId')
   })
 
+  test("a sessionId that is not the session's own transcript is refused", async () => {
+    const st = await transcript(2)
+    await st.appendMessages('agent:main:other', [user('secret of another session')])
+    const other: any = await st.getSession('agent:main:other')
+    const r = await history(st, { sessionKey: 'main', messageId: '00000001', sessionId: other.sessionId })
+    expect(r).toEqual({ status: 'error', error: `sessionId is not a transcript of this session: ${other.sessionId}` })
+  })
+
   test('credential-like text is redacted and reported', async () => {
     const st = await open9()
     await st.appendMessages('agent:main:main', [user('key sk-abcdefghijklmnopqrstuvwxyz0123456789 here')])

@@ -24,6 +24,8 @@ use crate::tools::{refusal, thrown};
 const TOOL: &str = "sessions_history";
 const PLACEHOLDER: &str = "[sessions_history omitted: message too large]";
 const MARKER: &str = "\n…(truncated)…";
+/// A `sessionId` that is not the target session's transcript.
+pub const SESSION_ID_MISMATCH: &str = "sessionId is not a transcript of this session";
 
 /// Where the page comes from.
 enum Window {
@@ -120,7 +122,15 @@ pub fn run(engine: &Engine, input: &ToolInput<'_>) -> Result<Value> {
         return Ok(refusal("forbidden", denial.text(Action::History, Some(&display))));
     }
 
-    let sid = session_id.or_else(|| field("sessionId").map(str::to_string));
+    // `sessionId` names the transcript of `messageId`: only the session's own transcript is
+    // read here (the engine keeps no earlier generations), never another session's
+    let current = field("sessionId").map(str::to_string);
+    if let Some(asked) = &session_id {
+        if current.as_deref() != Some(asked.as_str()) {
+            return Ok(refusal("error", format!("{SESSION_ID_MISMATCH}: {asked}")));
+        }
+    }
+    let sid = current;
     let (stored_messages, total, anchor) = match &sid {
         None => (Vec::new(), 0, None),
         Some(sid) => engine.store().read(|db| {

@@ -108,6 +108,17 @@ const VENDOR: &[(&str, Body, usize, Option<usize>, Before)] = &[
     ("ASIA", Body::Upper, 16, Some(16), Before::NotAlnum),
 ];
 
+/// Which ASCII characters start a [`VENDOR`] prefix.
+const VENDOR_FIRST: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut i = 0;
+    while i < VENDOR.len() {
+        t[VENDOR[i].0.as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// Secret-named keys whose assigned value is masked (`<key>: value`, `<key>=value`).
 const SECRET_KEYS: &[&str] = &[
     "password",
@@ -137,8 +148,12 @@ pub fn redact(text: &str, extra: &[String]) -> (String, bool) {
             out = out.replace(lit.as_str(), &mask(lit));
         }
     }
-    out = pem(&out);
-    out = json_fields(&out);
+    if out.contains("-----BEGIN ") {
+        out = pem(&out);
+    }
+    if out.contains('"') {
+        out = json_fields(&out);
+    }
     out = scan(&out);
     let changed = out != text;
     (out, changed)
@@ -416,7 +431,7 @@ fn match_at(chars: &[char], i: usize) -> Option<(usize, usize)> {
     let prev = i.checked_sub(1).map(|p| chars[p]);
     let first = chars[i];
     // only a vendor prefix may start inside a word; everything else starts at a boundary
-    let vendor_start = VENDOR.iter().any(|v| v.0.starts_with(first))
+    let vendor_start = (first.is_ascii() && VENDOR_FIRST[first as usize])
         || starts_with(chars, i, "eyJ")
         || starts_with(chars, i, "SG.")
         || starts_with(chars, i, "--");
