@@ -39,6 +39,17 @@ describe('the contract switch', () => {
     expect(r.sessions[0].key).toBe('main')
   })
 
+  test('the 2026.9 label, agentId and search filters of sessions_list work under 2026.1 too', async () => {
+    const st = await openMem()
+    await st.upsertSession('agent:main:a', { label: 'alpha' })
+    await st.upsertSession('agent:main:b', { displayName: 'Needle Room' })
+    await st.upsertSession('agent:main:c', {})
+    const keys1 = async (p: object) => ((await st.sessionsList(p as any, MAIN)) as any).sessions.map((s: any) => s.key)
+    expect(await keys1({ label: 'alpha' })).toEqual(['agent:main:a'])
+    expect(await keys1({ search: 'NEEDLE' })).toEqual(['agent:main:b'])
+    expect(await keys1({ agentId: 'ops' })).toEqual([])
+  })
+
   test('contract 2026.9 gives the 2026.9 listing', async () => {
     const st = await open9()
     await st.upsertSession('agent:main:main', {})
