@@ -10,11 +10,14 @@
 
 pub mod bulk;
 pub mod inventory;
+pub mod oc9_read;
+pub mod oc9_write;
 pub mod outbox;
 pub mod runs;
 mod schema;
 pub mod sessions;
 pub mod subagents;
+pub mod tasks9;
 pub mod transcripts;
 pub mod windows;
 

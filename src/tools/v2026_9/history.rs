@@ -4,9 +4,10 @@
 //! text cap, `details`/`usage`/`cost` stripped, the 80 KB cap (oldest dropped first, the
 //! oversized-row placeholder), and `__openclaw: {seq, id}` on every message.
 //!
-//! A page reads O(limit) rows: the transcript's length is its last sequence number and a page
-//! is a range of sequence numbers. Only a `messageId` that is not one of this tool's positional ids walks the
-//! transcript to find the message.
+//! A page reads O(limit) rows: the transcript's length is its last sequence number, a page is a
+//! range of sequence numbers, and a `messageId` is found through the entry-id index. Sequence
+//! numbers are shared with the transcript's non-message entries (compactions, model changes):
+//! with such entries `totalMessages` counts them too and a page may hold fewer than `limit`.
 
 use serde_json::{json, Map, Value};
 
@@ -17,7 +18,7 @@ use crate::entry;
 use crate::error::Result;
 use crate::keys;
 use crate::policy::visibility::{self, Action, Target, Viewer};
-use crate::store::transcripts::StoredMessage;
+use crate::store::windows::WindowMessage;
 use crate::tools::history::strip_envelope;
 use crate::tools::{refusal, thrown};
 
@@ -142,21 +143,7 @@ pub fn run(engine: &Engine, input: &ToolInput<'_>) -> Result<Value> {
                     Ok((db.messages_between(sid, (last - limit + 1).max(1), last)?, total, None))
                 }
                 Window::Around(id) => {
-                    // an id this tool gave a message without one is its seq in hex
-                    let by_position = (id.len() == 8).then(|| i64::from_str_radix(id, 16).ok()).flatten();
-                    let own = match by_position.filter(|n| (1..=total).contains(n)) {
-                        Some(n) => db
-                            .messages_between(sid, n, n)?
-                            .first()
-                            .and_then(with_meta)
-                            .filter(|m| meta_id(m) == Some(id.as_str()))
-                            .map(|_| n),
-                        None => None,
-                    };
-                    let seq = match own {
-                        Some(n) => Some(n),
-                        None => db.seq_of_message_id(sid, id)?,
-                    };
+                    let seq = db.seq_of_message_id(sid, id)?;
                     let Some(seq) = seq else { return Ok((Vec::new(), total, None)) };
                     let before = limit / 2;
                     let first = (seq - before).max(1);
@@ -248,19 +235,11 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
-/// The stored message with `__openclaw: {seq, id}` (its own id when it carries one, else its
-/// seq as 8 hex digits, as the transcript store names entries without one); user envelopes
-/// stripped.
-fn with_meta(m: &StoredMessage) -> Option<Value> {
+/// The stored message with `__openclaw: {seq, id}` (its entry id); user envelopes stripped.
+fn with_meta(m: &WindowMessage) -> Option<Value> {
     let mut v: Value = serde_json::from_str(&m.json).ok()?;
     let obj = v.as_object_mut()?;
-    let id = obj
-        .get("__openclaw")
-        .and_then(|o| o.get("id"))
-        .or_else(|| obj.get("id"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map_or_else(|| format!("{:08x}", m.seq), str::to_string);
+    let id = m.id.clone();
     let mut meta = obj.get("__openclaw").and_then(Value::as_object).cloned().unwrap_or_default();
     meta.insert("seq".into(), Value::from(m.seq));
     meta.insert("id".into(), Value::from(id));
@@ -358,8 +337,7 @@ fn meta_id(m: &Value) -> Option<&str> {
 
 /// Grows the window from the anchor, one older and one newer at a time, while it fits.
 fn around(items: Vec<Value>, id: &str, max: usize) -> (Vec<Value>, usize) {
-    let anchor =
-        items.iter().position(|m| m.get("__openclaw").and_then(|o| o.get("id")).and_then(Value::as_str) == Some(id));
+    let anchor = items.iter().position(|m| meta_id(m) == Some(id));
     let Some(anchor) = anchor else { return cap_oldest(items, max) };
     let size = |i: usize| json_bytes(&items[i]) + 1;
     let (mut start, mut end) = (anchor, anchor + 1);
