@@ -1,10 +1,13 @@
 // The 2026.9 contract (OPENCLAW-2026.9.md §1.1, §1.2, §1.5, §1.9, §2): the switch, config as
 // 2026.9 writes it, visibility, sessions_list, sessions_history, agents_list and the tool
 // definitions. One test per rule, with the gateway's exact texts.
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
 
 import type { GatewayConfig } from '../index.js'
-import { SessionTools, assistant, expectReject, expectThrowCode, openMem, toolResult, track, user } from './helpers'
+import { SessionTools, assistant, expectReject, expectThrowCode, openMem, tmpDir, toolResult, track, user } from './helpers'
 
 const MAIN = { agentSessionKey: 'agent:main:main' }
 const open9 = (config?: GatewayConfig | null) => openMem(config, { contract: '2026.9' })
@@ -474,3 +477,33 @@ describe('tool definitions 2026.9', () => {
     expect(def1.parameters.properties.limit.type).toBe('number')
   })
 })
+
+describe('a state folder written by the real 2026.9.6 package', () => {
+  const STATE = fileURLToPath(new URL('./fixtures/openclaw-2026.9/state', import.meta.url))
+
+  test('imported, it lists, filters and pages under 2026.9 with its own config', async () => {
+    const dir = path.join(tmpDir(), 'state')
+    fs.cpSync(STATE, dir, { recursive: true })
+    const config = JSON.parse(fs.readFileSync(path.join(STATE, 'openclaw.json'), 'utf8'))
+    const st = await open9(config)
+    await st.importStateDir(dir)
+    const all = await list(st, { archived: 'all', limit: 50 })
+    expect(all.count).toBe(20)
+    expect(keys(await list(st, { archived: true }))).toEqual(['agent:research:dashboard:old-notes'])
+    const pinned = await list(st, { pinned: true })
+    expect(pinned.sessions).toMatchObject([{ key: 'agent:main:dashboard:review-api', pinned: true, group: 'Reviews' }])
+    const direct = all.sessions.find((s: any) => s.key === 'agent:main:telegram:direct:777')
+    expect([direct.kind, direct.channel]).toEqual(['other', 'telegram'])
+    const page = await history(st, { sessionKey: 'agent:main:main', offset: 0, limit: 3 })
+    const id = page.messages[0].__openclaw.id
+    expect(id).toMatch(/^[0-9a-f-]{36}$/)
+    const around = await history(st, { sessionKey: 'agent:main:main', messageId: id, limit: 1 })
+    expect(around.messages.map((m: any) => m.__openclaw.id)).toEqual([id])
+    expect(await st.agentsList(MAIN)).toEqual({
+      requester: 'main',
+      allowAny: false,
+      agents: [{ id: 'research', name: 'Research', configured: true, model: 'anthropic/claude-sonnet-4-5' }],
+    })
+  })
+})
+

@@ -267,14 +267,18 @@ fn row(cfg: &crate::config::Config, viewer: &Viewer, k: &Kept) -> Map<String, Va
     let km = cfg.key_model();
     let e = &k.row.entry;
     let key = k.row.key.as_str();
-    let group_chat = matches!(entry::str_field(e, "chatType").map(str::trim), Some("group") | Some("channel"));
+    // an imported 2026.9 session keeps its routing facts in its latest session window
+    let window = e.get("sessionWindows").and_then(Value::as_array).and_then(|w| w.last());
+    let window_field = |f: &str| window.and_then(|w| w.get(f)).and_then(Value::as_str);
+    let chat_type = entry::str_field(e, "chatType").or_else(|| window_field("chatType"));
+    let group_chat = matches!(chat_type.map(str::trim), Some("group") | Some("channel"));
     let kind = km.classify_kind(key, group_chat);
     let origin = e.get("origin").and_then(|o| o.get("provider")).and_then(Value::as_str);
     let dc = entry::delivery_context(e);
     let channel = km.derive_channel(
         key,
         kind,
-        entry::str_field(e, "channel").or(origin),
+        entry::str_field(e, "channel").or_else(|| window_field("channel")).or(origin),
         dc.channel.as_deref().or_else(|| entry::str_field(e, "lastChannel")),
     );
     let text = |f: &str| entry::str_field(e, f).filter(|s| !s.is_empty()).map(Value::from);
