@@ -12,8 +12,14 @@ export interface GatewayConfig {
         match?: { channel?: string; chatType?: 'direct' | 'dm' | 'group' | 'channel'; keyPrefix?: string }
       }>
     }
-    agentToAgent?: { maxPingPongTurns?: number; maxChainTurns?: number }
+    agentToAgent?: {
+      maxPingPongTurns?: number
+      /** @deprecated not a gateway key (the gateway refuses the file): use `settings.agentToAgent.maxChainTurns` */
+      maxChainTurns?: number
+    }
+    /** @deprecated not a gateway key (the gateway refuses the file): use `settings.history` */
     history?: { maxChars?: number }
+    /** @deprecated not a gateway key (the gateway refuses the file): use `settings.outbox` */
     outbox?: { maxAttempts?: number; backoffMs?: number }
     [key: string]: unknown
   }
@@ -198,9 +204,6 @@ export interface SessionToolsEventBase {
   [key: string]: unknown
 }
 
-/** The gateway the engine answers as: OpenClaw of 2026-01-29 (default) or OpenClaw 2026.9.6. */
-export type Contract = '2026.1' | '2026.9'
-
 /** A run is about to call `runAgent`. */
 export interface RunStartEvent extends SessionToolsEventBase {
   type: 'run.start'
@@ -261,6 +264,14 @@ export interface StoreErrorEvent extends SessionToolsEventBase {
   type: 'store.error'
   error: string
 }
+/** The config given to `open` or `setConfig` still carries one of our settings at its old place. */
+export interface ConfigDeprecatedEvent extends SessionToolsEventBase {
+  type: 'config.deprecated'
+  /** where it is, e.g. `session.history` */
+  key: string
+  /** where it goes now, e.g. `settings.history` */
+  use: string
+}
 
 /** What `onEvent` receives: one of the event kinds the engine emits (API.md §7). */
 export type SessionToolsEvent =
@@ -275,6 +286,7 @@ export type SessionToolsEvent =
   | DeliveryEvent
   | SubagentEvent
   | StoreErrorEvent
+  | ConfigDeprecatedEvent
 
 /** Options of `SessionTools.open`. */
 export interface OpenOptions {
@@ -282,8 +294,6 @@ export interface OpenOptions {
   path: string
   /** The gateway's config; validated (`INVALID_CONFIG`). */
   config?: GatewayConfig | null
-  /** Default '2026.1'. Decides config defaults, visibility, and the tools' parameters and results. */
-  contract?: Contract
   /** Runs one model turn (API.md §2.1); without it, runs end with `error`. */
   runAgent?: (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult
   /** Posts an agent-to-agent announce (API.md §2.2); resolving counts as delivered. */
@@ -294,6 +304,21 @@ export interface OpenOptions {
   steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
+  /** Our own settings, which have no place in the gateway's config. */
+  settings?: Settings | null
+}
+
+/**
+ * The addon's own settings (not gateway config keys). An unknown key, or a value that is not a
+ * finite non-negative number, is `INVALID_CONFIG` naming the key.
+ */
+export interface Settings {
+  /** `sessions_history`'s default `maxChars` (none: no character budget) */
+  history?: { maxChars?: number }
+  /** announce delivery retries: attempts (default 5, min 1) and the first backoff (default 1000 ms, doubling, max 60 000) */
+  outbox?: { maxAttempts?: number; backoffMs?: number }
+  /** the agent-to-agent chain budget (default 20 turns, DECISIONS.md #4) */
+  agentToAgent?: { maxChainTurns?: number }
 }
 
 /** What `SessionTools.measureCallback` reports. */
@@ -536,8 +561,8 @@ export interface ExportOptions {
    */
   layout?: '2026.1' | '2026.9'
   /**
-   * `2026.1` only: the absolute path the folder will be used from once moved into place (topic
-   * sessions' `sessionFile` is written below it); default: `dir`.
+   * `2026.1` only: the absolute path the folder will be used from once moved into place (each
+   * session's `sessionFile` is written below it); default: `dir`.
    */
   stateDir?: string
 }
@@ -573,23 +598,6 @@ export interface SessionsListToolParams {
   limit?: number
   activeMinutes?: number
   messageLimit?: number
-  /** The rest are read under `contract: '2026.9'` only (docs/API.md §10.4). */
-  offset?: number
-  label?: string
-  agentId?: string
-  search?: string
-  archived?: boolean | 'all'
-  pinned?: boolean
-  ownerId?: string
-  creatorId?: string
-  projectId?: string
-  workspaceDir?: string
-  group?: string
-  excludeSubagents?: boolean
-  includeDerivedTitles?: boolean
-  includeLastMessage?: boolean
-  relationship?: 'owned' | 'created' | 'involving'
-  activeOnly?: boolean
 }
 
 export interface SessionsListToolRow {
@@ -623,97 +631,21 @@ export interface ToolRefusal {
   tool?: string
 }
 
-/** A `sessions_list` row under `contract: '2026.9'` (closed: exactly these fields). */
-export interface SessionsListToolRow9 {
-  key: string
-  sessionId?: string
-  agentId: string
-  kind: SessionKind
-  channel: string
-  archived: boolean
-  pinned: boolean
-  label?: string
-  createdActor?: { type?: string; id?: string; label?: string; identity?: unknown }
-  owner?: { actor: { type?: string; id?: string; label?: string; identity?: unknown } }
-  worktree?: { id?: string; branch?: string; repoRoot?: string }
-  repositoryWorkspaceId?: string
-  repository?: { url?: string; ref?: string; branch?: string }
-  execCwd?: string
-  spawnedCwd?: string
-  spawnedWorkspaceDir?: string
-  projectId?: string
-  workspaceDir?: string
-  group?: string
-  displayName?: string
-  derivedTitle?: string
-  lastMessagePreview?: string
-  parentSessionKey?: string
-  updatedAt?: number
-  model?: string
-  contextTokens?: number
-  totalTokens?: number
-  status?: 'queued' | 'running' | 'done' | 'failed' | 'killed' | 'timeout'
-  abortedLastRun?: boolean
-  childSessions?: string[]
-  messages?: TranscriptMessage[]
-}
-
-/** `sessions_list` under `contract: '2026.9'`. */
-export interface SessionsListToolResult9 {
-  count: number
-  sessions: SessionsListToolRow9[]
-  hasMore: boolean
-  nextOffset?: number
-  limitApplied: number
-  truncationReason?: 'scan-limit' | 'byte-limit'
-  enrichmentOmitted?: true
-  visibility?: { mode: 'self' | 'tree' | 'agent'; restricted: true; warning: string }
-}
-
-export type SessionsListToolResult =
-  | { count: number; sessions: SessionsListToolRow[] }
-  | SessionsListToolResult9
-  | ToolRefusal
+export type SessionsListToolResult = { count: number; sessions: SessionsListToolRow[] } | ToolRefusal
 
 export interface SessionsHistoryToolParams {
   sessionKey: string
   limit?: number
   includeTools?: boolean
   maxChars?: number
-  /** The rest are read under `contract: '2026.9'` only (docs/API.md §10.5). */
-  offset?: number
-  messageId?: string
-  sessionId?: string
-  pendingBefore?: number
-}
-
-/** `sessions_history` under `contract: '2026.9'`. */
-export interface SessionsHistoryToolResult9 {
-  sessionKey: string
-  messages: Array<TranscriptMessage & { __openclaw: { seq: number; id: string } }>
-  truncated: boolean
-  droppedMessages: boolean
-  contentTruncated: boolean
-  contentRedacted: boolean
-  bytes: number
-  offset?: number
-  nextOffset?: number
-  hasMore?: boolean
-  totalMessages?: number
 }
 
 export type SessionsHistoryToolResult =
   | { sessionKey: string; messages: TranscriptMessage[]; truncated?: true }
-  | SessionsHistoryToolResult9
   | ToolRefusal
 
 export type AgentsListResult =
-  | {
-      requester: string
-      allowAny: boolean
-      /** `model` and `agentRuntime` under `contract: '2026.9'` only */
-      agents: Array<{ id: string; name?: string; configured: boolean; model?: string; agentRuntime?: { id: string; source: string } }>
-    }
+  | { requester: string; allowAny: boolean; agents: Array<{ id: string; name?: string; configured: boolean }> }
   | ToolRefusal
 
 export interface SessionsSendParams {
@@ -817,11 +749,10 @@ export declare class SessionTools {
    */
   static measureCallback(fn: (req: unknown) => unknown, calls?: number): Promise<MeasureCallbackResult>
   /**
-   * Swaps the config (same validation as `open`); `options.contract` switches the contract
-   * (omitted: the current one stays); throws `INVALID_CONFIG` and keeps the old config on
-   * error.
+   * Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
+   * config on error.
    */
-  setConfig(config: GatewayConfig | null | undefined, options?: { contract?: Contract }): void
+  setConfig(config: GatewayConfig | null | undefined, settings?: Settings): void
   /**
    * Closes the store without waiting for model runs: runs in flight are recorded as
    * interrupted (the next open announces them) and what their callbacks return later is

@@ -56,7 +56,7 @@ impl ChatType {
 /// One `session.sendPolicy.rules[]` entry, normalized (§7.1 step 6).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SendPolicyRule {
-    /// missing action → allow (REFERENCE.md §7.1); an action outside allow|deny is refused
+    /// required (the gateway's schema refuses a rule without one); outside allow|deny is refused
     pub action: PolicyAction,
     /// trimmed, lower-cased; None when absent or empty
     pub channel: Option<String>,
@@ -131,7 +131,9 @@ fn read_rule(rule: Section<'_>) -> Result<SendPolicyRule> {
         // a `null` rule is no rule at all, not a match-everything allow
         return Err(invalid(&rule.path, "must be an object"));
     }
-    let action = read_action(&rule, "action")?.unwrap_or_default();
+    // Required, as the gateway's schema has it (it refuses a config with a rule without one).
+    let action =
+        read_action(&rule, "action")?.ok_or_else(|| rule.bad("action", r#"is required: "allow" or "deny""#))?;
     let matcher = rule.section("match")?;
     let channel = matcher.lowered("channel")?.filter(|c| !c.is_empty());
     let chat_type = match matcher.string("chatType")?.map(js_trim).filter(|t| !t.is_empty()) {

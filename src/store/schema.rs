@@ -123,7 +123,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_owner ON task_runs_2026_9 (owner_key, created_at DESC);
     CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_child ON task_runs_2026_9 (child_session_key) WHERE child_session_key IS NOT NULL;
     "#,
-    // 5 (contract9, issue 13): the 2026.9 inventory facts of a session, projected from its entry so that the
+    // 5 (fidelity, issue 12): the ids read from transcript files, so that an id given to an
+    // appended entry is never one of them (appended messages, envelope NULL, stay out of the
+    // index); IF NOT EXISTS, so its place among the migrations does not matter.
+    r#"
+    CREATE INDEX IF NOT EXISTS messages_by_read_id ON messages (session_id, entry_id) WHERE envelope IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS transcript_entries_by_id ON transcript_entries (session_id, entry_id);
+    "#,
+    // 6 (contract9, issue 13): the 2026.9 inventory facts of a session, projected from its entry so that the
     // sessions_list filters of 2026.9 run on indexes (store/inventory.rs writes them).
     r#"
     ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0; -- entry.archivedAt is set
