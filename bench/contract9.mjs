@@ -100,6 +100,6 @@ await time('2026.9 sessions_history default (200)', () => st.sessionsHistory({ s
 await time('2026.9 sessions_history limit 20 offset 0', () => st.sessionsHistory({ sessionKey: 'agent:main:history', limit: 20, offset: 0 }, CTX))
 await time(`2026.9 sessions_history limit 20 offset ${MESSAGES - 100}`, () => st.sessionsHistory({ sessionKey: 'agent:main:history', limit: 20, offset: MESSAGES - 100 }, CTX))
 await time('2026.9 sessions_history messageId (positional)', () => st.sessionsHistory({ sessionKey: 'agent:main:history', limit: 20, messageId: '00000100' }, CTX))
-await time('2026.9 sessions_history messageId (stored id, walks)', () => st.sessionsHistory({ sessionKey: 'agent:main:history', limit: 20, messageId: 'no-such-id' }, CTX))
+await time('2026.9 sessions_history messageId (unknown id: index miss)', () => st.sessionsHistory({ sessionKey: 'agent:main:history', limit: 20, messageId: 'no-such-id' }, CTX))
 await st.close()
 fs.rmSync(dir, { recursive: true, force: true })
