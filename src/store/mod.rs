@@ -9,6 +9,7 @@
 //! keys and finished entries.
 
 pub mod bulk;
+pub mod inventory;
 pub mod oc9_read;
 pub mod oc9_write;
 pub mod outbox;
@@ -19,6 +20,7 @@ pub mod sessions;
 pub mod subagents;
 pub mod tasks9;
 pub mod transcripts;
+pub mod windows;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
