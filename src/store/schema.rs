@@ -85,6 +85,49 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE outbox ADD COLUMN lease_until INTEGER; -- its claim lapses after this (ms)
     ALTER TABLE outbox ADD COLUMN session_key TEXT;    -- the session the item announces to
     "#,
+    // 3 (orch9): the task ledger behind the `subagents` tool (task ids stable across restarts)
+    // and the persisted `sessions_yield` waits. Depends on no other helper's migration.
+    r#"
+    CREATE TABLE IF NOT EXISTS task_runs (
+        task_id            TEXT PRIMARY KEY NOT NULL, -- stable id the `subagents` tool shows
+        run_id             TEXT NOT NULL UNIQUE,      -- the child run it tracks
+        runtime            TEXT NOT NULL,             -- subagent (2026.9 also: acp, cron, cli)
+        owner_key          TEXT NOT NULL,             -- canonical requester key (task owner)
+        child_session_key  TEXT,
+        agent_id           TEXT,                      -- the child's agent
+        requester_agent_id TEXT,
+        label              TEXT,
+        task               TEXT,
+        status             TEXT NOT NULL,             -- queued|running|succeeded|failed|timed_out|cancelled|lost
+        delivery_status    TEXT NOT NULL,             -- pending|delivered|failed|not_applicable
+        created_at         INTEGER NOT NULL,
+        started_at         INTEGER,
+        ended_at           INTEGER,
+        last_event_at      INTEGER,
+        error              TEXT,
+        progress_summary   TEXT,
+        terminal_summary   TEXT,
+        terminal_outcome   TEXT
+    );
+    CREATE INDEX IF NOT EXISTS task_runs_by_owner ON task_runs (owner_key, created_at);
+    CREATE INDEX IF NOT EXISTS task_runs_by_child ON task_runs (child_session_key) WHERE child_session_key IS NOT NULL;
+
+    CREATE TABLE IF NOT EXISTS yields (
+        yield_id       TEXT PRIMARY KEY NOT NULL,
+        session_key    TEXT NOT NULL,                 -- canonical key of the session that yielded
+        turn_run_id    TEXT,                          -- ctx.runId of the yielding turn, when given
+        message        TEXT NOT NULL,                 -- private context for the resumed turn
+        acknowledgment TEXT,
+        wait_for       TEXT,                          -- children|message
+        children       TEXT NOT NULL,                 -- JSON array of the claimed child run ids
+        status         TEXT NOT NULL,                 -- waiting|resuming|resumed
+        resume_run_id  TEXT,
+        created_at     INTEGER NOT NULL,
+        resumed_at     INTEGER
+    );
+    CREATE INDEX IF NOT EXISTS yields_by_session ON yields (session_key, status);
+    CREATE INDEX IF NOT EXISTS yields_open ON yields (status) WHERE status <> 'resumed';
+    "#,
 ];
 
 /// The schema version this build writes.
