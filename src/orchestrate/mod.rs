@@ -13,7 +13,10 @@ pub mod send;
 pub mod spawn;
 pub mod stats;
 pub mod subagents;
+pub mod task_list;
+pub mod tasks;
 pub mod thinking;
+pub mod yields;
 
 use std::sync::{Arc, Weak};
 
@@ -109,6 +112,7 @@ impl Orchestrator {
         let (e, r) = (self.engine.clone(), self.runs.clone());
         blocking(move || r.recover(&e)).await?;
         subagents::recover(self).await?;
+        yields::recover(self).await?;
         let me: Arc<dyn Dispatcher> = self.clone();
         let weak: Weak<dyn Dispatcher> = Arc::downgrade(&me);
         self.outbox.start(weak);
@@ -166,6 +170,8 @@ impl Orchestrator {
                     spawn::run(self, &params, &ctx).await
                 }
             }
+            "sessions_yield" => yields::run(self, &params, &ToolContext::from_json(&ctx)?, &ctx).await,
+            "subagents" => tasks::run(self, &params, &ToolContext::from_json(&ctx)?).await,
             _ => {
                 let (e, name) = (self.engine.clone(), name.to_owned());
                 return blocking(move || tools::run(&e, &name, &params, &ctx, wrap)).await;
@@ -271,6 +277,11 @@ impl Dispatcher for Orchestrator {
         if row.kind == SUBAGENT_ANNOUNCE {
             if let Some(this) = self.me() {
                 subagents::announce_settled(&this, row, status, attempts, error);
+                // a yield of the requester may be waiting for this completion
+                if let Some(requester) = row.session_key.clone() {
+                    let o = this.clone();
+                    this.spawn_busy(async move { yields::check(&o, &requester).await });
+                }
             }
         }
     }

@@ -118,6 +118,7 @@ const MIGRATIONS: &[&str] = &[
         turn_run_id    TEXT,                          -- ctx.runId of the yielding turn, when given
         message        TEXT NOT NULL,                 -- private context for the resumed turn
         acknowledgment TEXT,
+        origin         TEXT,                          -- JSON {channel,to,accountId,threadId} of the yielding turn
         wait_for       TEXT,                          -- children|message
         children       TEXT NOT NULL,                 -- JSON array of the claimed child run ids
         status         TEXT NOT NULL,                 -- waiting|resuming|resumed

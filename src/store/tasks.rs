@@ -75,6 +75,9 @@ pub struct YieldRow {
     pub turn_run_id: Option<String>,
     pub message: String,
     pub acknowledgment: Option<String>,
+    /// where the yielding turn came from (`{channel, to, accountId, threadId}`), the resumed
+    /// turn's route
+    pub origin: Option<serde_json::Value>,
     /// children | message
     pub wait_for: String,
     /// the child run ids the yield waits for
@@ -89,7 +92,7 @@ pub struct YieldRow {
 macro_rules! yield_columns {
     () => {
         "yield_id, session_key, turn_run_id, message, acknowledgment, wait_for, children, status, resume_run_id, \
-         created_at, resumed_at"
+         created_at, resumed_at, origin"
     };
 }
 
@@ -107,6 +110,7 @@ fn yield_row(r: &Row<'_>) -> rusqlite::Result<YieldRow> {
         resume_run_id: r.get(8)?,
         created_at: r.get(9)?,
         resumed_at: r.get(10)?,
+        origin: r.get::<_, Option<String>>(11)?.and_then(|t| serde_json::from_str(&t).ok()),
     })
 }
 
@@ -220,7 +224,7 @@ impl Db<'_> {
             .prepare_cached(concat!(
                 "INSERT INTO yields (",
                 yield_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
             ))
             .map_err(sql)?;
         let children = serde_json::to_string(&y.children).unwrap_or_else(|_| "[]".to_owned());
@@ -235,7 +239,8 @@ impl Db<'_> {
             y.status,
             y.resume_run_id,
             y.created_at,
-            y.resumed_at
+            y.resumed_at,
+            y.origin.as_ref().map(|o| o.to_string())
         ])
         .map_err(sql)?;
         Ok(())

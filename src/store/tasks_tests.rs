@@ -93,6 +93,7 @@ fn a_yield_moves_only_from_the_status_it_is_in() {
         turn_run_id: None,
         message: "Turn yielded.".into(),
         acknowledgment: None,
+        origin: Some(serde_json::json!({"channel": "discord"})),
         wait_for: "children".into(),
         children: vec!["r1".into(), "r2".into()],
         status: "waiting".into(),
@@ -106,6 +107,9 @@ fn a_yield_moves_only_from_the_status_it_is_in() {
     assert!(!s.write(|db| db.move_yield("y1", "waiting", "resuming", Some("run-x"), None)).unwrap());
     assert!(s.write(|db| db.move_yield("y1", "resuming", "resumed", None, Some(7))).unwrap());
     let done = s.read(|db| db.yield_row("y1")).unwrap().unwrap();
-    assert_eq!((done.status.as_str(), done.resume_run_id.as_deref(), done.resumed_at), ("resumed", Some("run-9"), Some(7)));
+    assert_eq!(
+        (done.status.as_str(), done.resume_run_id.as_deref(), done.resumed_at),
+        ("resumed", Some("run-9"), Some(7))
+    );
     assert!(s.read(|db| db.open_yields()).unwrap().is_empty());
 }
