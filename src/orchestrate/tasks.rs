@@ -34,6 +34,8 @@ pub const LEAF_CANNOT_CANCEL: &str = "Leaf subagents cannot cancel other session
 pub const UNSUPPORTED: &str = "Unsupported action.";
 /// `reason` of a cancel of a finished task.
 pub const ALREADY_TERMINAL: &str = "Task is already terminal.";
+/// `reason` of a cancel of a task this engine does not run (an imported ACP or cron task).
+pub const NO_BACKING: &str = "Task backing ownership could not be verified.";
 /// The spawn depth 2026.9 allows by default (`agents.defaults.subagents.maxSpawnDepth`).
 pub const DEFAULT_MAX_SPAWN_DEPTH: u32 = 5;
 /// The most tasks one tree walk reads.
@@ -75,9 +77,10 @@ fn task_of(rec: &SubagentRun, existing: Option<TaskRow>, agent_of: impl Fn(&str)
     let (status, delivery) = ledger_status(rec);
     let mut row = existing.clone().unwrap_or_else(|| TaskRow {
         task_id: uuid::Uuid::new_v4().to_string(),
-        run_id: rec.run_id.clone(),
+        run_id: Some(rec.run_id.clone()),
         runtime: "subagent".into(),
         owner_key: rec.requester_session_key.clone(),
+        requester_session_key: Some(rec.requester_session_key.clone()),
         child_session_key: Some(rec.child_session_key.clone()),
         agent_id: Some(agent_of(&rec.child_session_key)),
         requester_agent_id: Some(agent_of(&rec.requester_session_key)),
@@ -90,7 +93,7 @@ fn task_of(rec: &SubagentRun, existing: Option<TaskRow>, agent_of: impl Fn(&str)
     row.label = rec.label.clone();
     row.task = Some(rec.task.clone());
     row.status = status.into();
-    row.delivery_status = delivery.into();
+    row.delivery_status = Some(delivery.into());
     row.started_at = rec.started_at;
     row.ended_at = rec.ended_at;
     row.last_event_at = rec.ended_at.or(rec.started_at).or(Some(rec.created_at));
@@ -101,12 +104,12 @@ fn task_of(rec: &SubagentRun, existing: Option<TaskRow>, agent_of: impl Fn(&str)
 /// Brings the rows of one owner in step with its records; its rows, oldest first.
 fn sync_owner(db: &Db<'_>, owner: &str, agent_of: &dyn Fn(&str) -> String) -> Result<Vec<TaskRow>> {
     for rec in db.subagent_runs(Some(owner))? {
-        let existing = db.task_by_run(&rec.run_id)?;
+        let existing = db.task_run_by_run_id(&rec.run_id)?;
         if let Some(row) = task_of(&rec, existing, agent_of) {
-            db.put_task(&row)?;
+            db.put_task_run(&row)?;
         }
     }
-    db.tasks_of_owner(owner)
+    db.task_runs_for_owner(owner)
 }
 
 /// The tasks of `root`'s tree (its own, its children's, theirs, …), synced, breadth first.
@@ -119,6 +122,10 @@ fn tree(db: &Db<'_>, root: &str, agent_of: &dyn Fn(&str) -> String) -> Result<Ve
         let owner = owners[i].clone();
         i += 1;
         for t in sync_owner(db, &owner, agent_of)? {
+            // 2026.9 shows only session-scoped tasks (an imported flow task is not in a tree)
+            if t.extra.get("scopeKind").and_then(Value::as_str).is_some_and(|k| k != "session") {
+                continue;
+            }
             if let Some(child) = &t.child_session_key {
                 if seen.insert(child.clone()) {
                     owners.push(child.clone());
@@ -171,7 +178,7 @@ pub fn task_view(t: &TaskRow) -> Value {
     let mut m = Map::new();
     m.insert("taskId".into(), t.task_id.clone().into());
     m.insert("runtime".into(), t.runtime.clone().into());
-    m.insert("deliveryStatus".into(), t.delivery_status.clone().into());
+    m.insert("deliveryStatus".into(), t.delivery_status.clone().unwrap_or_else(|| "not_applicable".into()).into());
     m.insert("status".into(), status.into());
     let mut opt = |k: &str, v: &Option<String>| {
         if let Some(s) = v.as_deref().filter(|s| !s.is_empty()) {
@@ -385,11 +392,11 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     }
     // the record and the task first, in one write: the completion wait then finds the run
     // ended and announces nothing, here or in any other process
-    let (e, run_id, id) = (orch.engine().clone(), target.run_id.clone(), target.task_id.clone());
+    let (e, run_id, id) = (orch.engine().clone(), target.run_id.clone().unwrap_or_default(), target.task_id.clone());
     let now = entry::now_ms();
     let done = blocking(move || {
         e.store().write(|db| {
-            let Some(mut t) = db.task(&id)? else { return Ok(false) };
+            let Some(mut t) = db.task_run(&id)? else { return Ok(false) };
             if is_terminal(&t.status) {
                 return Ok(false);
             }
@@ -403,11 +410,11 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
                 }
             }
             t.status = "cancelled".into();
-            t.delivery_status = "not_applicable".into();
+            t.delivery_status = Some("not_applicable".into());
             t.error = Some(CANCELLED.into());
             t.ended_at = Some(now);
             t.last_event_at = Some(now);
-            db.put_task(&t)?;
+            db.put_task_run(&t)?;
             Ok(true)
         })
     })
@@ -417,10 +424,11 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
             json!({"status": "error", "taskId": task_id, "found": true, "cancelled": false, "reason": ALREADY_TERMINAL}),
         );
     }
-    orch.runs().abort(&target.run_id, CANCELLED);
+    let run_id = target.run_id.clone().unwrap_or_default();
+    orch.runs().abort(&run_id, CANCELLED);
     orch.emit(
         "subagent.cancelled",
-        Some(&target.run_id),
+        Some(&run_id),
         target.child_session_key.as_deref(),
         json!({"taskId": task_id, "requesterSessionKey": target.owner_key}),
     );

@@ -23,7 +23,7 @@ use crate::entry::{self, DeliveryContext};
 use crate::error::Result;
 use crate::host::{Lane, RunOptions};
 use crate::keys::{self, SessionKind};
-use crate::store::tasks::{PendingChild, YieldRow};
+use crate::store::yields::{PendingChild, YieldRow};
 use crate::tools::{self, Requester, ToolContext};
 
 /// The private message of a yield that gave none.

@@ -16,6 +16,7 @@ pub mod sessions;
 pub mod subagents;
 pub mod tasks;
 pub mod transcripts;
+pub mod yields;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -85,33 +85,29 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE outbox ADD COLUMN lease_until INTEGER; -- its claim lapses after this (ms)
     ALTER TABLE outbox ADD COLUMN session_key TEXT;    -- the session the item announces to
     "#,
-    // 3 (orch9): the task ledger behind the `subagents` tool (task ids stable across restarts)
-    // and the persisted `sessions_yield` waits. Depends on no other helper's migration.
+    // 3: the task ledger behind the `subagents` tool (orch9 and import9 share it): the
+    // columns are projections of `record`, the whole 2026.9 task row as camelCase JSON.
     r#"
     CREATE TABLE IF NOT EXISTS task_runs (
-        task_id            TEXT PRIMARY KEY NOT NULL, -- stable id the `subagents` tool shows
-        run_id             TEXT NOT NULL UNIQUE,      -- the child run it tracks
-        runtime            TEXT NOT NULL,             -- subagent (2026.9 also: acp, cron, cli)
-        owner_key          TEXT NOT NULL,             -- canonical requester key (task owner)
-        child_session_key  TEXT,
-        agent_id           TEXT,                      -- the child's agent
-        requester_agent_id TEXT,
-        label              TEXT,
-        task               TEXT,
-        status             TEXT NOT NULL,             -- queued|running|succeeded|failed|timed_out|cancelled|lost
-        delivery_status    TEXT NOT NULL,             -- pending|delivered|failed|not_applicable
-        created_at         INTEGER NOT NULL,
-        started_at         INTEGER,
-        ended_at           INTEGER,
-        last_event_at      INTEGER,
-        error              TEXT,
-        progress_summary   TEXT,
-        terminal_summary   TEXT,
-        terminal_outcome   TEXT
+        task_id               TEXT PRIMARY KEY NOT NULL, -- the stable id the `subagents` tool shows
+        run_id                TEXT,                      -- the run it tracks (subagent_runs.run_id)
+        runtime               TEXT NOT NULL,             -- subagent|acp|cron|cli
+        status                TEXT NOT NULL,             -- queued|running|succeeded|failed|timed_out|cancelled|lost
+        delivery_status       TEXT,                      -- pending|delivered|failed|not_applicable|…
+        owner_key             TEXT NOT NULL,             -- canonical key of the owning session
+        requester_session_key TEXT,
+        child_session_key     TEXT,
+        agent_id              TEXT,
+        created_at            INTEGER NOT NULL,
+        ended_at              INTEGER,
+        record                TEXT NOT NULL              -- the task as JSON (camelCase)
     );
-    CREATE INDEX IF NOT EXISTS task_runs_by_owner ON task_runs (owner_key, created_at);
-    CREATE INDEX IF NOT EXISTS task_runs_by_child ON task_runs (child_session_key) WHERE child_session_key IS NOT NULL;
-
+    CREATE INDEX IF NOT EXISTS task_runs_by_run ON task_runs (run_id);
+    CREATE INDEX IF NOT EXISTS task_runs_by_owner ON task_runs (owner_key, created_at DESC);
+    CREATE INDEX IF NOT EXISTS task_runs_by_child ON task_runs (child_session_key);
+    "#,
+    // 4 (orch9): persisted `sessions_yield` waits.
+    r#"
     CREATE TABLE IF NOT EXISTS yields (
         yield_id       TEXT PRIMARY KEY NOT NULL,
         session_key    TEXT NOT NULL,                 -- canonical key of the session that yielded
@@ -119,7 +115,7 @@ const MIGRATIONS: &[&str] = &[
         message        TEXT NOT NULL,                 -- private context for the resumed turn
         acknowledgment TEXT,
         origin         TEXT,                          -- JSON {channel,to,accountId,threadId} of the yielding turn
-        wait_for       TEXT,                          -- children|message
+        wait_for       TEXT NOT NULL,                 -- children|message
         children       TEXT NOT NULL,                 -- JSON array of the claimed child run ids
         status         TEXT NOT NULL,                 -- waiting|resuming|resumed
         resume_run_id  TEXT,

@@ -1,35 +1,14 @@
 use super::*;
-use crate::store::subagents::{AnnounceState, SubagentRun};
 use crate::store::Store;
-
-fn record(id: &str, ended: bool, announce: &str) -> SubagentRun {
-    SubagentRun {
-        run_id: id.into(),
-        child_session_key: format!("agent:main:subagent:{id}"),
-        requester_session_key: "agent:main:main".into(),
-        requester_display_key: "main".into(),
-        requester_origin: None,
-        task: "t".into(),
-        label: None,
-        cleanup: "keep".into(),
-        created_at: 1,
-        started_at: Some(1),
-        ended_at: ended.then_some(2),
-        outcome: None,
-        announce: AnnounceState { status: announce.into(), attempts: 0, idempotency_key: format!("k-{id}") },
-        archive_at_ms: None,
-        cleanup_completed_at: None,
-    }
-}
 
 fn task(id: &str, run: &str, owner: &str, created: i64) -> TaskRow {
     TaskRow {
         task_id: id.into(),
-        run_id: run.into(),
+        run_id: Some(run.into()),
         runtime: "subagent".into(),
         owner_key: owner.into(),
         status: "running".into(),
-        delivery_status: "pending".into(),
+        delivery_status: Some("pending".into()),
         created_at: created,
         ..TaskRow::default()
     }
@@ -39,77 +18,33 @@ fn task(id: &str, run: &str, owner: &str, created: i64) -> TaskRow {
 fn tasks_round_trip_and_are_found_by_id_run_and_owner() {
     let s = Store::open(":memory:").unwrap();
     s.write(|db| {
-        db.put_task(&task("t2", "r2", "agent:main:main", 20))?;
-        db.put_task(&task("t1", "r1", "agent:main:main", 10))?;
-        db.put_task(&task("t3", "r3", "agent:main:other", 5))
+        db.put_task_run(&task("t2", "r2", "agent:main:main", 20))?;
+        db.put_task_run(&task("t1", "r1", "agent:main:main", 10))?;
+        db.put_task_run(&task("t3", "r3", "agent:main:other", 5))
     })
     .unwrap();
     let ids: Vec<String> =
-        s.read(|db| db.tasks_of_owner("agent:main:main")).unwrap().into_iter().map(|t| t.task_id).collect();
+        s.read(|db| db.task_runs_for_owner("agent:main:main")).unwrap().into_iter().map(|t| t.task_id).collect();
     assert_eq!(ids, ["t1", "t2"]);
-    let mut t = s.read(|db| db.task_by_run("r3")).unwrap().unwrap();
+    let mut t = s.read(|db| db.task_run_by_run_id("r3")).unwrap().unwrap();
     assert_eq!(t.task_id, "t3");
     t.status = "cancelled".into();
     t.error = Some("Cancelled by operator.".into());
-    s.write(|db| db.put_task(&t)).unwrap();
-    assert_eq!(s.read(|db| db.task("t3")).unwrap(), Some(t));
-    assert_eq!(s.read(|db| db.task("nope")).unwrap(), None);
+    s.write(|db| db.put_task_run(&t)).unwrap();
+    assert_eq!(s.read(|db| db.task_run("t3")).unwrap(), Some(t));
+    assert_eq!(s.read(|db| db.task_run("nope")).unwrap(), None);
 }
 
 #[test]
-fn a_child_is_undelivered_until_its_run_ended_and_its_outbox_item_is_final() {
+fn fields_this_build_does_not_know_are_kept() {
     let s = Store::open(":memory:").unwrap();
-    s.write(|db| {
-        db.put_subagent_run(&record("running", false, "pending"))?;
-        db.put_subagent_run(&record("ended-no-item", true, "pending"))?;
-        db.put_subagent_run(&record("ended-item-pending", true, "pending"))?;
-        db.put_subagent_run(&record("ended-item-final", true, "pending"))?;
-        db.put_subagent_run(&record("settled", true, "delivered"))?;
-        db.insert_outbox("k-ended-item-pending", "subagent_announce", None, &serde_json::json!({}), 0)?;
-        db.insert_outbox("k-ended-item-final", "subagent_announce", None, &serde_json::json!({}), 0)?;
-        Ok(())
-    })
+    let t = TaskRow::from_json(
+        r#"{"taskId":"t9","runtime":"acp","ownerKey":"agent:main:main","status":"succeeded","createdAt":3,"scopeKind":"session","detail":{"x":1}}"#,
+    )
     .unwrap();
-    let id = s.read(|db| db.outbox_item("k-ended-item-final")).unwrap().unwrap().id;
-    s.write(|db| db.settle_outbox(id, "delivered", 1, 0, None, 0)).unwrap();
-    let pending: Vec<(String, bool)> = s
-        .read(|db| db.undelivered_children("agent:main:main"))
-        .unwrap()
-        .into_iter()
-        .map(|c| (c.run_id, c.ended))
-        .collect();
-    assert_eq!(
-        pending,
-        [("running".into(), false), ("ended-no-item".into(), true), ("ended-item-pending".into(), true)]
-    );
-}
-
-#[test]
-fn a_yield_moves_only_from_the_status_it_is_in() {
-    let s = Store::open(":memory:").unwrap();
-    let y = YieldRow {
-        yield_id: "y1".into(),
-        session_key: "agent:main:main".into(),
-        turn_run_id: None,
-        message: "Turn yielded.".into(),
-        acknowledgment: None,
-        origin: Some(serde_json::json!({"channel": "discord"})),
-        wait_for: "children".into(),
-        children: vec!["r1".into(), "r2".into()],
-        status: "waiting".into(),
-        resume_run_id: None,
-        created_at: 5,
-        resumed_at: None,
-    };
-    s.write(|db| db.insert_yield(&y)).unwrap();
-    assert_eq!(s.read(|db| db.open_yields_of("agent:main:main")).unwrap(), vec![y.clone()]);
-    assert!(s.write(|db| db.move_yield("y1", "waiting", "resuming", Some("run-9"), None)).unwrap());
-    assert!(!s.write(|db| db.move_yield("y1", "waiting", "resuming", Some("run-x"), None)).unwrap());
-    assert!(s.write(|db| db.move_yield("y1", "resuming", "resumed", None, Some(7))).unwrap());
-    let done = s.read(|db| db.yield_row("y1")).unwrap().unwrap();
-    assert_eq!(
-        (done.status.as_str(), done.resume_run_id.as_deref(), done.resumed_at),
-        ("resumed", Some("run-9"), Some(7))
-    );
-    assert!(s.read(|db| db.open_yields()).unwrap().is_empty());
+    s.write(|db| db.put_task_run(&t)).unwrap();
+    let back = s.read(|db| db.task_run("t9")).unwrap().unwrap();
+    assert_eq!(back.extra["scopeKind"], "session");
+    assert_eq!(back.to_json()["detail"], serde_json::json!({"x": 1}));
+    assert_eq!(back.run_id, None);
 }
