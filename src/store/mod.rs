@@ -14,6 +14,7 @@ pub mod runs;
 mod schema;
 pub mod sessions;
 pub mod subagents;
+pub mod tasks;
 pub mod transcripts;
 
 use std::path::{Path, PathBuf};

@@ -85,6 +85,27 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE outbox ADD COLUMN lease_until INTEGER; -- its claim lapses after this (ms)
     ALTER TABLE outbox ADD COLUMN session_key TEXT;    -- the session the item announces to
     "#,
+    // 3: the task ledger behind the `subagents` tool (orch9 and import9 share it): the
+    // columns are projections of `record`, the whole 2026.9 task row as camelCase JSON.
+    r#"
+    CREATE TABLE IF NOT EXISTS task_runs (
+        task_id               TEXT PRIMARY KEY NOT NULL, -- the stable id the `subagents` tool shows
+        run_id                TEXT,                      -- the run it tracks (subagent_runs.run_id)
+        runtime               TEXT NOT NULL,             -- subagent|acp|cron|cli
+        status                TEXT NOT NULL,             -- queued|running|succeeded|failed|timed_out|cancelled|lost
+        delivery_status       TEXT,                      -- pending|delivered|failed|not_applicable|…
+        owner_key             TEXT NOT NULL,             -- canonical key of the owning session
+        requester_session_key TEXT,
+        child_session_key     TEXT,
+        agent_id              TEXT,
+        created_at            INTEGER NOT NULL,
+        ended_at              INTEGER,
+        record                TEXT NOT NULL              -- the task as JSON (camelCase)
+    );
+    CREATE INDEX IF NOT EXISTS task_runs_by_run ON task_runs (run_id);
+    CREATE INDEX IF NOT EXISTS task_runs_by_owner ON task_runs (owner_key, created_at DESC);
+    CREATE INDEX IF NOT EXISTS task_runs_by_child ON task_runs (child_session_key);
+    "#,
 ];
 
 /// The schema version this build writes.
