@@ -5,6 +5,7 @@
 //! tools, `waitRun`, `listSubagentRuns` and `close`.
 
 pub mod announce_target;
+pub mod completion9;
 pub mod outbox;
 pub mod prompts;
 pub mod reply;

@@ -319,7 +319,7 @@ async fn resume(orch: &Arc<Orchestrator>, y: YieldRow) {
             let (e, id) = (orch.engine().clone(), y.yield_id.clone());
             let _ = blocking(move || e.store().write(|db| db.move_yield(&id, "resuming", "waiting", None, None))).await;
             orch.emit(
-                "yield.resume_failed",
+                "session.resume_failed",
                 None,
                 Some(&y.session_key),
                 json!({"yieldId": y.yield_id, "error": err.message()}),
