@@ -162,10 +162,15 @@ export interface SessionToolsEvent {
   [key: string]: unknown
 }
 
+/** The gateway the engine answers as: OpenClaw of 2026-01-29 (default) or OpenClaw 2026.9.6. */
+export type Contract = '2026.1' | '2026.9'
+
 export interface OpenOptions {
   /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. */
   path: string
   config?: GatewayConfig | null
+  /** Default '2026.1'. Decides config defaults, visibility, and the tools' parameters and results. */
+  contract?: Contract
   runAgent?: (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult
   deliver?: (msg: DeliveryRequest) => Promise<unknown> | unknown
   onEvent?: (ev: SessionToolsEvent) => unknown
@@ -474,10 +479,11 @@ export declare class SessionTools {
    */
   static measureCallback(fn: (req: unknown) => unknown, calls?: number): Promise<{ calls: number; totalMs: number; perCallUs: number }>
   /**
-   * Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
-   * config on error.
+   * Swaps the config (same validation as `open`); `options.contract` switches the contract
+   * (omitted: the current one stays); throws `INVALID_CONFIG` and keeps the old config on
+   * error.
    */
-  setConfig(config: GatewayConfig | null | undefined): void
+  setConfig(config: GatewayConfig | null | undefined, options?: { contract?: Contract }): void
   /**
    * Closes the store without waiting for model runs: runs in flight are recorded as
    * interrupted (the next open announces them) and what their callbacks return later is

@@ -162,10 +162,15 @@ export interface SessionToolsEvent {
   [key: string]: unknown
 }
 
+/** The gateway the engine answers as: OpenClaw of 2026-01-29 (default) or OpenClaw 2026.9.6. */
+export type Contract = '2026.1' | '2026.9'
+
 export interface OpenOptions {
   /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. */
   path: string
   config?: GatewayConfig | null
+  /** Default '2026.1'. Decides config defaults, visibility, and the tools' parameters and results. */
+  contract?: Contract
   runAgent?: (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult
   deliver?: (msg: DeliveryRequest) => Promise<unknown> | unknown
   onEvent?: (ev: SessionToolsEvent) => unknown

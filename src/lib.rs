@@ -12,6 +12,7 @@
 extern crate napi_derive;
 
 pub mod config;
+pub mod contract;
 pub mod engine;
 pub mod entry;
 pub mod error;

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::host::{Callbacks, JsHost};
 use super::js::{from_json_text, js_error, to_json, to_json_exact};
 use crate::config::Config;
+use crate::contract::Contract;
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
 use crate::orchestrate::Orchestrator;
@@ -225,7 +226,9 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
         Value::Null => return Err(bad("options.path required".into())),
         _ => return Err(bad("invalid options.path: must be a non-empty string".into())),
     };
-    let config = Config::from_json(&to_json(env, get("config")?, "config")?)?;
+    let contract =
+        Contract::from_option(&to_json_exact(env, get("contract")?, "options.contract")?, "options.contract")?;
+    let config = Config::from_json_for(&to_json(env, get("config")?, "config")?, contract.unwrap_or_default())?;
     let mut functions = Vec::new();
     for name in ["runAgent", "deliver", "onEvent", "steer"] {
         if let Some(v) = get(name)? {
@@ -340,13 +343,17 @@ impl SessionTools {
         spawn_async(env, work)
     }
 
-    /// Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
-    /// config on error.
-    #[napi(ts_args_type = "config: GatewayConfig | null | undefined")]
-    pub fn set_config(&self, env: &Env, config: Option<Unknown<'_>>) -> napi::Result<()> {
-        let cfg = to_json(env, config, "config")
+    /// Swaps the config (same validation as `open`); `options.contract` switches the contract
+    /// (omitted: the current one stays); throws `INVALID_CONFIG` and keeps the old config on
+    /// error.
+    #[napi(ts_args_type = "config: GatewayConfig | null | undefined, options?: { contract?: Contract }")]
+    pub fn set_config(&self, env: &Env, config: Option<Unknown<'_>>, options: Option<Unknown<'_>>) -> napi::Result<()> {
+        let current = self.engine.config().contract;
+        let cfg = to_json(env, options, "options")
+            .and_then(|o| Contract::from_option(o.get("contract").unwrap_or(&Value::Null), "options.contract"))
+            .and_then(|c| Ok((c.unwrap_or(current), to_json(env, config, "config")?)))
             .map_err(|e| CoreError::invalid_config(e.message().to_owned()))
-            .and_then(|v| Config::from_json(&v));
+            .and_then(|(c, v)| Config::from_json_for(&v, c));
         match cfg {
             Ok(c) => {
                 self.engine.set_config(c);
