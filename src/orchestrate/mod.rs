@@ -23,6 +23,7 @@ use std::sync::{Arc, Weak};
 
 use serde_json::{json, Value};
 
+use crate::contract::Contract;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::{Error, Result};
@@ -171,8 +172,13 @@ impl Orchestrator {
                     spawn::run(self, &params, &ctx).await
                 }
             }
-            "sessions_yield" => yields::run(self, &params, &ToolContext::from_json(&ctx)?, &ctx).await,
-            "subagents" => tasks::run(self, &params, &ToolContext::from_json(&ctx)?).await,
+            // tools of the 2026.9 contract only; under 2026.1 they are unknown tools
+            "sessions_yield" if self.engine.config().contract == Contract::V2026_9 => {
+                yields::run(self, &params, &ToolContext::from_json(&ctx)?, &ctx).await
+            }
+            "subagents" if self.engine.config().contract == Contract::V2026_9 => {
+                tasks::run(self, &params, &ToolContext::from_json(&ctx)?).await
+            }
             _ => {
                 let (e, name) = (self.engine.clone(), name.to_owned());
                 return blocking(move || tools::run(&e, &name, &params, &ctx, wrap)).await;

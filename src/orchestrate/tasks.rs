@@ -36,8 +36,6 @@ pub const UNSUPPORTED: &str = "Unsupported action.";
 pub const ALREADY_TERMINAL: &str = "Task is already terminal.";
 /// `reason` of a cancel of a task this engine does not run (an imported ACP or cron task).
 pub const NO_BACKING: &str = "Task backing ownership could not be verified.";
-/// The spawn depth 2026.9 allows by default (`agents.defaults.subagents.maxSpawnDepth`).
-pub const DEFAULT_MAX_SPAWN_DEPTH: u32 = 5;
 /// The most tasks one tree walk reads.
 const MAX_TREE_TASKS: usize = 2_000;
 /// How often `wait` looks at the ledger again.
@@ -138,7 +136,8 @@ fn tree(db: &Db<'_>, root: &str, agent_of: &dyn Fn(&str) -> String) -> Result<Ve
 }
 
 /// The caller as the tool sees it: its key, whether it is a sub-agent, and whether it may
-/// control its children's children (`children`) or only its own (`none`, a leaf).
+/// control its children's children (`children`) or only its own (`none`, a leaf: a sub-agent
+/// at `maxSpawnDepth`).
 struct Controller {
     key: String,
     is_subagent: bool,
@@ -300,9 +299,10 @@ fn agent_resolver(orch: &Orchestrator) -> impl Fn(&str) -> String + Send + 'stat
 
 async fn read_tree(orch: &Orchestrator, caller: &str) -> Result<(Controller, Vec<TaskRow>)> {
     let (e, k, agent_of) = (orch.engine().clone(), caller.to_owned(), agent_resolver(orch));
+    let max_depth = orch.engine().config().subagents.max_spawn_depth;
     blocking(move || {
         e.store().write(|db| {
-            let c = controller(db, &k, DEFAULT_MAX_SPAWN_DEPTH)?;
+            let c = controller(db, &k, max_depth)?;
             let tasks = tree(db, &c.key, &agent_of)?;
             Ok((c, tasks))
         })
@@ -434,6 +434,29 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     );
     yields::check(orch, &target.owner_key).await;
     Ok(json!({"status": "cancelled", "taskId": task_id, "found": true, "cancelled": true}))
+}
+
+/// An orchestrator under the 2026.9 contract over a fake host (the tests of this module and of
+/// `yields`).
+#[cfg(test)]
+pub(crate) mod testkit9 {
+    use super::*;
+    use crate::config::Config;
+    use crate::contract::Contract;
+    use crate::engine::Engine;
+    use crate::host::testing::FakeHost;
+    use crate::store::Store;
+
+    pub async fn open9_at(path: &str, config: Value, host: Arc<FakeHost>) -> Arc<Orchestrator> {
+        let cfg = Config::from_json_for(&config, Contract::V2026_9).unwrap();
+        let o = Orchestrator::new(Arc::new(Engine::new(Store::open(path).unwrap(), cfg, None)), host);
+        o.start().await.unwrap();
+        o
+    }
+
+    pub async fn open9(config: Value, host: Arc<FakeHost>) -> Arc<Orchestrator> {
+        open9_at(":memory:", config, host).await
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 use super::*;
 use crate::host::testing::FakeHost;
 use crate::host::Lane;
-use crate::orchestrate::subagents::testkit::{open, open_at, record, requests_in, spawn, str_of, tmp_db, until};
+use crate::orchestrate::subagents::testkit::{record, requests_in, spawn, str_of, tmp_db, until};
+use crate::orchestrate::tasks::testkit9::{open9 as open, open9_at as open_at};
 use crate::store::subagents::AnnounceState;
 use serde_json::json;
 use tokio::sync::watch;
@@ -271,5 +272,16 @@ async fn cancelling_the_last_claimed_child_resumes_a_yield() {
     let id = task_of_run(&list, &str_of(&child, "runId"), &o)["taskId"].as_str().unwrap().to_owned();
     tool(&o, json!({"action": "cancel", "taskId": id}), main_ctx()).await;
     until("the resume", || host.requests().iter().any(|r| r.message == yields::resume_text("go on"))).await;
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_the_2026_1_contract_the_new_tools_do_not_exist() {
+    let (host, _gate) = gated_host();
+    let o = crate::orchestrate::subagents::testkit::open(json!({}), host).await;
+    for name in ["subagents", "sessions_yield"] {
+        let err = o.tool(name, json!({}), main_ctx(), false).await.unwrap_err();
+        assert_eq!(err.message(), format!("unknown tool: {name}"));
+    }
     o.close().await;
 }

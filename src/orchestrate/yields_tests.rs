@@ -1,6 +1,7 @@
 use super::*;
 use crate::host::testing::FakeHost;
-use crate::orchestrate::subagents::testkit::{open, open_at, requests_in, spawn, str_of, tmp_db, until};
+use crate::orchestrate::subagents::testkit::{requests_in, spawn, str_of, tmp_db, until};
+use crate::orchestrate::tasks::testkit9::{open9 as open, open9_at as open_at};
 use serde_json::json;
 use tokio::sync::watch;
 
