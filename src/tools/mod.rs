@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod history;
 pub mod list;
+pub mod send9;
 
 use serde_json::{json, Map, Value};
 
