@@ -29,7 +29,7 @@ fn mode_and_timeout_follow_the_gateways_rules() {
         assert_eq!(msg(read(&bad).unwrap_err()), RESUME_ADMISSION_ONLY);
     }
     assert_eq!(read(&json!({"message": "m", "timeoutSeconds": "0"})).unwrap().timeout_seconds, 0);
-    assert_eq!(read(&json!({"message": "m", "watch": true})).unwrap().watch, true);
+    assert!(read(&json!({"message": "m", "watch": true})).unwrap().watch);
     assert_eq!(
         msg(read(&json!({"message": "m", "timeoutSeconds": 1.5})).unwrap_err()),
         "timeoutSeconds must be a non-negative integer"
