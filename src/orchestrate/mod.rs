@@ -8,6 +8,7 @@ pub mod announce_target;
 pub mod completion9;
 pub mod outbox;
 pub mod prompts;
+pub mod prompts9;
 pub mod reply;
 pub mod runs;
 pub mod send;
