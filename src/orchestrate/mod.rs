@@ -10,6 +10,7 @@ pub mod outbox;
 pub mod prompts;
 pub mod prompts9;
 pub mod reply;
+pub mod retry9;
 pub mod runs;
 pub mod send;
 pub mod spawn;
