@@ -286,11 +286,18 @@ impl Dispatcher for Orchestrator {
         if row.kind == SUBAGENT_ANNOUNCE {
             if let Some(this) = self.me() {
                 subagents::announce_settled(&this, row, status, attempts, error);
-                // a yield of the requester may be waiting for this completion
-                if let Some(requester) = row.session_key.clone() {
-                    let o = this.clone();
-                    this.spawn_busy(async move { yields::check(&o, &requester).await });
-                }
+                // the task ledger keeps the completion's outcome; a yield of the requester
+                // may be waiting for it
+                let (o, requester, status) = (this.clone(), row.session_key.clone(), status.to_owned());
+                let run_id = row.payload.get("runId").and_then(Value::as_str).map(str::to_owned);
+                this.spawn_busy(async move {
+                    if let Some(run_id) = run_id {
+                        tasks::completion_settled(&o, &run_id, &status).await;
+                    }
+                    if let Some(requester) = requester {
+                        yields::check(&o, &requester).await;
+                    }
+                });
             }
         }
     }

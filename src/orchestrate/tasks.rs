@@ -69,10 +69,30 @@ fn is_terminal(status: &str) -> bool {
     !matches!(status, "queued" | "running")
 }
 
+/// The outbox item of a record's completion, when it reached a final status: (status, last
+/// error). The record itself learns it a moment later.
+fn settled_item(db: &Db<'_>, rec: &SubagentRun) -> Result<Option<(String, Option<String>)>> {
+    Ok(db
+        .outbox_item(&rec.announce.idempotency_key)?
+        .filter(|i| i.status != "pending")
+        .map(|i| (i.status, i.last_error)))
+}
+
 /// The row of `rec`, keeping an existing row's id and creation time; `None` when nothing
-/// changed (or the row is cancelled, which the registry never undoes).
-fn task_of(rec: &SubagentRun, existing: Option<TaskRow>, agent_of: impl Fn(&str) -> String) -> Option<TaskRow> {
-    let (status, delivery) = ledger_status(rec);
+/// changed (or the row is cancelled, which the registry never undoes). A completed run whose
+/// completion could not be delivered is `blocked` (2026.9: terminal outcome `blocked`, kept
+/// visible for 7 days after its run ended).
+fn task_of(
+    rec: &SubagentRun,
+    existing: Option<TaskRow>,
+    item: Option<(String, Option<String>)>,
+    agent_of: impl Fn(&str) -> String,
+) -> Option<TaskRow> {
+    let mut rec = rec.clone();
+    if let (Some((status, _)), "pending") = (&item, rec.announce.status.as_str()) {
+        rec.announce.status = status.clone();
+    }
+    let (status, delivery) = ledger_status(&rec);
     let mut row = existing.clone().unwrap_or_else(|| TaskRow {
         task_id: uuid::Uuid::new_v4().to_string(),
         run_id: Some(rec.run_id.clone()),
@@ -96,18 +116,67 @@ fn task_of(rec: &SubagentRun, existing: Option<TaskRow>, agent_of: impl Fn(&str)
     row.ended_at = rec.ended_at;
     row.last_event_at = rec.ended_at.or(rec.started_at).or(Some(rec.created_at));
     row.error = rec.outcome.as_ref().and_then(|o| o.error.clone());
+    if status == "succeeded" && delivery == "failed" {
+        let reason = item.and_then(|(_, e)| e);
+        row.terminal_outcome = Some("blocked".into());
+        row.terminal_summary = Some(super::retry9::blocked_summary(reason.as_deref()));
+        row.error = reason.or(row.error);
+        let until = rec.ended_at.unwrap_or(rec.created_at).saturating_add(super::retry9::BLOCKED_RETENTION_MS);
+        row.extra.insert("cleanupAfter".into(), until.into());
+    }
     (existing.as_ref() != Some(&row)).then_some(row)
 }
 
-/// Brings the rows of one owner in step with its records; its rows, oldest first.
+/// Brings the row of one record in step (creating it if need be).
+fn sync_record(db: &Db<'_>, rec: &SubagentRun, agent_of: &dyn Fn(&str) -> String) -> Result<()> {
+    let existing = db.task_run_by_run_id(&rec.run_id)?;
+    if let Some(row) = task_of(rec, existing, settled_item(db, rec)?, agent_of) {
+        db.put_task_run(&row)?;
+    }
+    Ok(())
+}
+
+/// Brings the rows of one owner in step with its records; its rows, oldest first, without
+/// those past their retention (`cleanupAfter`).
 fn sync_owner(db: &Db<'_>, owner: &str, agent_of: &dyn Fn(&str) -> String) -> Result<Vec<TaskRow>> {
     for rec in db.subagent_runs(Some(owner))? {
-        let existing = db.task_run_by_run_id(&rec.run_id)?;
-        if let Some(row) = task_of(&rec, existing, agent_of) {
-            db.put_task_run(&row)?;
-        }
+        sync_record(db, &rec, agent_of)?;
     }
-    db.task_runs_for_owner(owner)
+    let now = entry::now_ms();
+    let mut rows = db.task_runs_for_owner(owner)?;
+    rows.retain(|t| t.extra.get("cleanupAfter").and_then(Value::as_i64).is_none_or(|at| at > now));
+    Ok(rows)
+}
+
+/// A child's completion settled (`status` final): its task row is brought in step at once, so
+/// that it keeps its last state after the record is archived. A blocked completion counts
+/// toward the backlog warning (2026.9: 25 blocked completions).
+pub async fn completion_settled(orch: &Arc<Orchestrator>, run_id: &str, status: &str) {
+    let (e, id, agent_of) = (orch.engine().clone(), run_id.to_owned(), agent_resolver(orch));
+    let blocked = status == "failed";
+    let synced = blocking(move || {
+        e.store().write(|db| {
+            if let Some(rec) = db.subagent_run(&id)? {
+                sync_record(db, &rec, &agent_of)?;
+            }
+            if blocked {
+                db.blocked_task_count(entry::now_ms())
+            } else {
+                Ok(0)
+            }
+        })
+    })
+    .await;
+    match synced {
+        Ok(n) if n >= super::retry9::BACKLOG_WARNING => orch.emit(
+            "delivery.backlog",
+            Some(run_id),
+            None,
+            json!({"suspendedCount": n, "warningThreshold": super::retry9::BACKLOG_WARNING}),
+        ),
+        Ok(_) => {}
+        Err(err) => orch.emit("store.error", Some(run_id), None, json!({"error": err.message()})),
+    }
 }
 
 /// The tasks of `root`'s tree (its own, its children's, theirs, …), synced, breadth first.

@@ -285,3 +285,67 @@ async fn under_the_2026_1_contract_the_new_tools_do_not_exist() {
     }
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_that_cannot_be_delivered_leaves_its_task_blocked_and_wait_asks_for_attention() {
+    // the child answers, every delivery to the requester fails, one try allowed
+    let host = Arc::new(FakeHost::new(|req| {
+        Box::pin(async move {
+            match req.options.lane {
+                Lane::Announce => Err("requester offline".to_owned()),
+                _ => Ok(json!({"reply": "done"})),
+            }
+        })
+    }));
+    let o = open(json!({"session": {"outbox": {"maxAttempts": 1, "backoffMs": 1}}}), host).await;
+    let child = spawn(&o, json!({"task": "quick"}), main_ctx()).await;
+    let run = str_of(&child, "runId");
+    until("the completion failed", || record(&o, &run).map(|r| r.announce.status == "failed").unwrap_or(false)).await;
+    let list = tool(&o, json!({}), main_ctx()).await;
+    let t = task_of_run(&list, &run, &o);
+    assert_eq!((t["status"].as_str(), t["deliveryStatus"].as_str()), (Some("blocked"), Some("failed")));
+    assert_eq!(t["terminalOutcome"], "blocked");
+    assert_eq!(
+        t["terminalSummary"],
+        "Required completion delivery failed before reaching the requester: requester offline."
+    );
+    let id = t["taskId"].as_str().unwrap().to_owned();
+    let w = tool(&o, json!({"action": "wait", "taskIds": [id], "timeoutSeconds": 0}), main_ctx()).await;
+    assert_eq!((w["reason"].as_str(), w["attention"].clone()), (Some("attention"), json!([id])));
+    let row = o.engine().store().read(|db| db.task_run(&id)).unwrap().unwrap();
+    let until_ms = row.extra["cleanupAfter"].as_i64().unwrap();
+    assert_eq!(until_ms, record(&o, &run).unwrap().ended_at.unwrap() + 7 * 24 * 3_600_000, "kept 7 days");
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backlog_warning_is_raised_from_25_blocked_completions() {
+    let (host, _gate) = gated_host();
+    let o = open(json!({}), host.clone()).await;
+    let future = entry::now_ms() + 60_000;
+    let blocked = |i: usize| {
+        let mut t = TaskRow {
+            task_id: format!("b{i}"),
+            runtime: "subagent".into(),
+            owner_key: "agent:main:main".into(),
+            status: "succeeded".into(),
+            terminal_outcome: Some("blocked".into()),
+            ..TaskRow::default()
+        };
+        t.extra.insert("cleanupAfter".into(), future.into());
+        t
+    };
+    let warnings = |h: &FakeHost| h.events().into_iter().filter(|e| e.kind == "delivery.backlog").collect::<Vec<_>>();
+    o.engine().store().write(|db| (0..24).try_for_each(|i| db.put_task_run(&blocked(i)))).unwrap();
+    completion_settled(&o, "r-24", "failed").await;
+    assert!(warnings(&host).is_empty(), "24 is under the threshold");
+    o.engine().store().write(|db| db.put_task_run(&blocked(24))).unwrap();
+    completion_settled(&o, "r-25", "failed").await;
+    let w = warnings(&host);
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        (w[0].details["suspendedCount"].as_u64(), w[0].details["warningThreshold"].as_u64()),
+        (Some(25), Some(25))
+    );
+    o.close().await;
+}

@@ -119,6 +119,19 @@ impl Db<'_> {
         Ok(text.and_then(|t| TaskRow::from_json(&t)))
     }
 
+    /// Completed tasks whose completion could not be delivered (terminal outcome `blocked`)
+    /// still within their retention at `now`.
+    pub fn blocked_task_count(&self, now: i64) -> Result<u64> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM task_runs WHERE json_extract(record, '$.terminalOutcome') = 'blocked'
+                   AND coalesce(json_extract(record, '$.cleanupAfter'), ?1 + 1) > ?1",
+            )
+            .map_err(sql)?;
+        st.query_row([now], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
+    }
+
     /// The tasks one session owns, oldest first; unreadable rows skipped.
     pub fn task_runs_for_owner(&self, owner_key: &str) -> Result<Vec<TaskRow>> {
         let mut st = self
