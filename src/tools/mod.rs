@@ -9,6 +9,7 @@ pub mod agents;
 pub mod history;
 pub mod list;
 pub mod send9;
+pub mod spawn9;
 
 use serde_json::{json, Map, Value};
 
