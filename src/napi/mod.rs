@@ -1,6 +1,10 @@
-//! The napi skin: the `SessionTools` class, JSON in and out of JS, and JS errors with a
-//! `code`. The only place napi types appear; all logic lives below it.
+//! The napi skin: the `SessionTools` class (`session_tools`), how its calls are scheduled
+//! (`jobs`), JSON in and out of JS (`js`), JS errors with a `code` (`error`) and the host
+//! callbacks (`host`). The only place napi types appear; it decides nothing: all logic lives
+//! below it.
 
-mod class;
+mod error;
 mod host;
+mod jobs;
 mod js;
+mod session_tools;

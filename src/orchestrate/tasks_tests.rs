@@ -27,7 +27,7 @@ fn gated_host() -> (Arc<FakeHost>, watch::Sender<bool>) {
 }
 
 async fn tool(o: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
-    o.tool("subagents", params, ctx, false).await.unwrap()
+    o.tool(crate::tools::Tool::Subagents, params, ctx, false).await.unwrap()
 }
 
 fn task_of_run<'a>(list: &'a Value, run_id: &str, o: &Orchestrator) -> &'a Value {
@@ -265,7 +265,8 @@ async fn cancelling_the_last_claimed_child_resumes_a_yield() {
     let o = open(json!({}), host.clone()).await;
     let child = spawn(&o, json!({"task": "slow"}), main_ctx()).await;
     assert_eq!(
-        o.tool("sessions_yield", json!({"message": "go on"}), main_ctx(), false).await.unwrap()["status"],
+        o.tool(crate::tools::Tool::SessionsYield, json!({"message": "go on"}), main_ctx(), false).await.unwrap()
+            ["status"],
         "yielded"
     );
     let list = tool(&o, json!({}), main_ctx()).await;
@@ -279,9 +280,9 @@ async fn cancelling_the_last_claimed_child_resumes_a_yield() {
 async fn under_the_2026_1_contract_the_new_tools_do_not_exist() {
     let (host, _gate) = gated_host();
     let o = crate::orchestrate::subagents::testkit::open(json!({}), host).await;
-    for name in ["subagents", "sessions_yield"] {
+    for name in [crate::tools::Tool::Subagents, crate::tools::Tool::SessionsYield] {
         let err = o.tool(name, json!({}), main_ctx(), false).await.unwrap_err();
-        assert_eq!(err.message(), format!("unknown tool: {name}"));
+        assert_eq!(err.message(), format!("unknown tool: {}", name.name()));
     }
     o.close().await;
 }

@@ -26,7 +26,7 @@ fn gated_host() -> (Arc<FakeHost>, watch::Sender<bool>) {
 }
 
 async fn yield_(o: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
-    o.tool("sessions_yield", params, ctx, false).await.unwrap()
+    o.tool(crate::tools::Tool::SessionsYield, params, ctx, false).await.unwrap()
 }
 
 fn yields_of(o: &Orchestrator, key: &str) -> Vec<YieldRow> {
