@@ -198,6 +198,9 @@ export interface SessionToolsEventBase {
   [key: string]: unknown
 }
 
+/** The gateway the engine answers as: OpenClaw of 2026-01-29 (default) or OpenClaw 2026.9.6. */
+export type Contract = '2026.1' | '2026.9'
+
 /** A run is about to call `runAgent`. */
 export interface RunStartEvent extends SessionToolsEventBase {
   type: 'run.start'
@@ -253,6 +256,23 @@ export interface SubagentEvent extends SessionToolsEventBase {
   type: 'subagent.announced' | 'subagent.archived'
   childSessionKey: string
 }
+/** 2026.9: `subagents` cancel stopped a task (never announced). */
+export interface SubagentCancelledEvent extends SessionToolsEventBase {
+  type: 'subagent.cancelled'
+  taskId: string
+  requesterSessionKey: string
+}
+/** 2026.9: a completion was blocked and 25 or more blocked completions are kept. */
+export interface DeliveryBacklogEvent extends SessionToolsEventBase {
+  type: 'delivery.backlog'
+  suspendedCount: number
+  warningThreshold: number
+}
+/** 2026.9: `sessions_yield` recorded a yield; the session's resume run started; or could not. */
+export interface SessionYieldEvent extends SessionToolsEventBase {
+  type: 'session.yielded' | 'session.resumed' | 'session.resume_failed'
+  yieldId: string
+}
 /** The store could not record something in the background. */
 export interface StoreErrorEvent extends SessionToolsEventBase {
   type: 'store.error'
@@ -271,6 +291,9 @@ export type SessionToolsEvent =
   | A2aErrorEvent
   | DeliveryEvent
   | SubagentEvent
+  | SubagentCancelledEvent
+  | DeliveryBacklogEvent
+  | SessionYieldEvent
   | StoreErrorEvent
 
 /** Options of `SessionTools.open`. */
@@ -279,6 +302,8 @@ export interface OpenOptions {
   path: string
   /** The gateway's config; validated (`INVALID_CONFIG`). */
   config?: GatewayConfig | null
+  /** Default '2026.1'. Decides config defaults, visibility, and the tools' parameters and results. */
+  contract?: Contract
   /** Runs one model turn (API.md §2.1); without it, runs end with `error`. */
   runAgent?: (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult
   /** Posts an agent-to-agent announce (API.md §2.2); resolving counts as delivered. */
@@ -669,10 +694,11 @@ export declare class SessionTools {
    */
   static measureCallback(fn: (req: unknown) => unknown, calls?: number): Promise<MeasureCallbackResult>
   /**
-   * Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
-   * config on error.
+   * Swaps the config (same validation as `open`); `options.contract` switches the contract
+   * (omitted: the current one stays); throws `INVALID_CONFIG` and keeps the old config on
+   * error.
    */
-  setConfig(config: GatewayConfig | null | undefined): void
+  setConfig(config: GatewayConfig | null | undefined, options?: { contract?: Contract }): void
   /**
    * Closes the store without waiting for model runs: runs in flight are recorded as
    * interrupted (the next open announces them) and what their callbacks return later is

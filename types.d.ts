@@ -256,6 +256,23 @@ export interface SubagentEvent extends SessionToolsEventBase {
   type: 'subagent.announced' | 'subagent.archived'
   childSessionKey: string
 }
+/** 2026.9: `subagents` cancel stopped a task (never announced). */
+export interface SubagentCancelledEvent extends SessionToolsEventBase {
+  type: 'subagent.cancelled'
+  taskId: string
+  requesterSessionKey: string
+}
+/** 2026.9: a completion was blocked and 25 or more blocked completions are kept. */
+export interface DeliveryBacklogEvent extends SessionToolsEventBase {
+  type: 'delivery.backlog'
+  suspendedCount: number
+  warningThreshold: number
+}
+/** 2026.9: `sessions_yield` recorded a yield; the session's resume run started; or could not. */
+export interface SessionYieldEvent extends SessionToolsEventBase {
+  type: 'session.yielded' | 'session.resumed' | 'session.resume_failed'
+  yieldId: string
+}
 /** The store could not record something in the background. */
 export interface StoreErrorEvent extends SessionToolsEventBase {
   type: 'store.error'
@@ -274,6 +291,9 @@ export type SessionToolsEvent =
   | A2aErrorEvent
   | DeliveryEvent
   | SubagentEvent
+  | SubagentCancelledEvent
+  | DeliveryBacklogEvent
+  | SessionYieldEvent
   | StoreErrorEvent
 
 /** Options of `SessionTools.open`. */

@@ -9,9 +9,18 @@ const Database = require('better-sqlite3')
 const [db, request] = process.argv.slice(2)
 const q = JSON.parse(request)
 const fs = require('node:fs')
-if (!fs.existsSync(db)) {
-  // A worker killed before it created the file: an empty store, so every acknowledged write
-  // the caller checks for shows up as missing, and every count is 0.
+const hasSchema = () => {
+  const c = new Database(db, { fileMustExist: true, readonly: true })
+  try {
+    return Boolean(c.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").get())
+  } finally {
+    c.close()
+  }
+}
+if (!fs.existsSync(db) || !hasSchema()) {
+  // A worker killed before it created the file, or before its first migration committed: an
+  // empty store, so every acknowledged write the caller checks for shows up as missing, and
+  // every count is 0.
   const none = { missing: true, integrity: 'ok', messages: {}, entries: {}, scalars: {} }
   for (const key of q.messages ?? []) none.messages[key] = []
   for (const key of q.entries ?? []) none.entries[key] = null
