@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::state::Orchestrator;
 use super::task::blocking;
 use super::{send, spawn, subagents, tasks, yields};
+use crate::contract::Contract;
 use crate::error::{Error, Result};
 use crate::tools::{self, Tool, ToolContext};
 
@@ -20,6 +21,9 @@ impl Orchestrator {
             return Err(Error::closed());
         }
         let details = match tool {
+            Tool::SessionsSend if self.engine.config().contract == Contract::V2026_9 => {
+                send::v9::run(self, &params, &ToolContext::from_json(&ctx)?).await
+            }
             Tool::SessionsSend => {
                 let ctx = ToolContext::from_json(&ctx)?;
                 let (e, c) = (self.engine.clone(), ctx.clone());
