@@ -233,3 +233,7 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+#[path = "completion9_flow_tests.rs"]
+mod flow_tests;

@@ -85,6 +85,17 @@ mod tests {
     }
 
     #[test]
+    fn the_config_defaults_are_the_gateways_window() {
+        let d = RetryWindow::default();
+        assert_eq!(crate::config::Config::default().completion_retry_ms, (d.first_ms, d.max_ms, d.expire_ms));
+        let cfg = crate::config::Config::from_json(
+            &serde_json::json!({"session": {"outbox": {"completionRetry": {"firstMs": 5, "expireMs": 60}}}}),
+        )
+        .unwrap();
+        assert_eq!(cfg.completion_retry_ms, (5, 300_000, 60));
+    }
+
+    #[test]
     fn a_blocked_completion_says_why() {
         assert_eq!(
             blocked_summary(Some("requester  offline")),

@@ -298,7 +298,8 @@ async fn a_completion_that_cannot_be_delivered_leaves_its_task_blocked_and_wait_
             }
         })
     }));
-    let o = open(json!({"session": {"outbox": {"maxAttempts": 1, "backoffMs": 1}}}), host).await;
+    let window = json!({"firstMs": 1, "maxMs": 5, "expireMs": 50});
+    let o = open(json!({"session": {"outbox": {"completionRetry": window}}}), host).await;
     let child = spawn(&o, json!({"task": "quick"}), main_ctx()).await;
     let run = str_of(&child, "runId");
     until("the completion failed", || record(&o, &run).map(|r| r.announce.status == "failed").unwrap_or(false)).await;
