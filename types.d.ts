@@ -312,6 +312,8 @@ export interface OpenOptions {
   onEvent?: (ev: SessionToolsEvent) => unknown
   /** Hands `text` to the active run of `sessionKey`; `true` when it took it. */
   steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
+  /** 2026.9 `subagents` cancel: stop the model turn of run `runId` (the engine has ended the run already). */
+  abortRun?: (runId: string, reason: string) => unknown
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
 }

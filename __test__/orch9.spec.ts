@@ -99,7 +99,8 @@ describe('subagents (2026.9)', () => {
   it('lists the tree with stable task ids, waits, and cancels without announcing', async () => {
     const requests: AgentRunRequest[] = []
     const host = gatedHost(requests)
-    const st = await open9({ runAgent: host.runAgent })
+    const aborted: string[][] = []
+    const st = await open9({ runAgent: host.runAgent, abortRun: (runId: string, reason: string) => void aborted.push([runId, reason]) })
     const slow: any = await st.sessionsSpawn({ task: 'index the repo', label: 'indexer' }, MAIN)
     const quick: any = await st.sessionsSpawn({ task: 'quick check' }, MAIN)
     await until(async () => (await st.listSubagentRuns()).some((r: any) => r.runId === quick.runId && r.announce.status === 'delivered'))
@@ -127,6 +128,8 @@ describe('subagents (2026.9)', () => {
 
     expect(await tool(st, 'subagents', { action: 'cancel', taskId: slowTask })).toEqual({ status: 'cancelled', taskId: slowTask, found: true, cancelled: true })
     expect(await st.waitRun(slow.runId, { timeoutMs: 2000 })).toMatchObject({ status: 'error', error: 'Cancelled by operator.' })
+    await until(() => aborted.length === 1)
+    expect(aborted[0]).toEqual([slow.runId, 'Cancelled by operator.'])
     host.release()
     await new Promise((r) => setTimeout(r, 100))
     expect(requests.filter((r) => r.lane === 'announce' && r.message.includes('index the repo'))).toHaveLength(0)

@@ -71,7 +71,7 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
         Contract::from_option(&to_json_exact(env, get("contract")?, "options.contract")?, "options.contract")?;
     let config = Config::from_json_for(&to_json(env, get("config")?, "config")?, contract.unwrap_or_default())?;
     let mut functions = Vec::new();
-    for name in ["runAgent", "deliver", "onEvent", "steer"] {
+    for name in ["runAgent", "deliver", "onEvent", "steer", "abortRun"] {
         if let Some(v) = get(name)? {
             let t = v.get_type().map_err(|e| bad(e.reason.clone()))?;
             if t != ValueType::Function && t != ValueType::Null {

@@ -149,6 +149,8 @@ async fn cancel_stops_the_run_records_it_cancelled_and_never_announces_it() {
 
     let out = tool(&o, json!({"action": "cancel", "taskId": id}), main_ctx()).await;
     assert_eq!(out, json!({"status": "cancelled", "taskId": id, "found": true, "cancelled": true}));
+    until("the host was asked to stop the turn", || !host.aborts.lock().unwrap().is_empty()).await;
+    assert_eq!(host.aborts.lock().unwrap()[0], (run.clone(), CANCELLED.to_owned()));
     let rec = record(&o, &run).unwrap();
     assert_eq!(rec.outcome.as_ref().and_then(|x| x.error.as_deref()), Some(CANCELLED));
     assert_eq!(rec.announce.status, "skipped");
