@@ -515,15 +515,65 @@ export interface ImportReport {
   messages: number
   /** sub-agent registry records */
   runs: number
+  /** task ledger rows of a 2026.9 folder (`state/openclaw.sqlite` `task_runs`) */
+  tasks: number
+  /** each layout found in the folder, with what it added (a half-done migration has both) */
+  layouts: ImportLayoutCounts[]
   skipped: SkippedItem[]
+  /** entries that landed on a key another entry of the folder also landed on */
+  merged: MergedItem[]
+}
+
+/**
+ * An entry of the folder that collided with another on one key: dropped for the newer one (the
+ * gateway's rule), or, under `session.scope: "global"`, kept under its own agent's key `keptAs`.
+ */
+export interface MergedItem {
+  /** the store file, relative to the folder */
+  file: string
+  /** its key as the file has it */
+  key: string
+  sessionId: string
+  /** the key it landed on */
+  into: string
+  keptAs?: string
+}
+
+/** What one layout of a state folder added to the store. */
+export interface ImportLayoutCounts {
+  /** `2026.1`: `sessions.json` + JSONL transcripts + `subagents/runs.json`; `2026.9`: the SQLite databases */
+  layout: '2026.1' | '2026.9'
+  sessions: number
+  messages: number
+  runs: number
+  tasks: number
+}
+
+/** How `exportStateDir` writes. */
+export interface ExportOptions {
+  /**
+   * `2026.1` (default): `sessions.json` + JSONL transcripts + `subagents/runs.json`.
+   * `2026.9`: into the SQLite databases of a state folder the 2026.9 gateway has initialised
+   * (its `agents/<id>/agent/openclaw-agent.sqlite` and `state/openclaw.sqlite` exist).
+   */
+  layout?: '2026.1' | '2026.9'
+  /**
+   * `2026.1` only: the absolute path the folder will be used from once moved into place (topic
+   * sessions' `sessionFile` is written below it); default: `dir`.
+   */
+  stateDir?: string
 }
 
 /** What `exportStateDir` wrote. */
 export interface ExportReport {
+  /** the layout written */
+  layout: '2026.1' | '2026.9'
   sessions: number
   messages: number
   /** sub-agent registry records */
   runs: number
+  /** task ledger rows (2026.9 only) */
+  tasks: number
   files: number
   /** sessions whose transcript could not be written (a sessionId that is not a file name) */
   skipped: SkippedItem[]
@@ -756,7 +806,7 @@ export declare class SessionTools {
   /** Reads a gateway state folder into the store (API.md §5). */
   importStateDir(dir: string): Promise<ImportReport>
   /** Writes the store as a gateway state folder (API.md §5). */
-  exportStateDir(dir: string): Promise<ExportReport>
+  exportStateDir(dir: string, options?: ExportOptions): Promise<ExportReport>
   /** Counts of what the store holds, and its size. */
   stats(): Promise<StoreStats>
   /** The `sessions_list` tool: the payload the model sees. */

@@ -155,7 +155,7 @@ impl SessionTools {
             let req = serde_json::json!({"runId": "bench", "sessionKey": "agent:main:main", "message": "ping"});
             let start = std::time::Instant::now();
             for _ in 0..n {
-                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()), "fn")
+                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()))
                     .await
                     .map_err(CoreError::invalid_request)?;
             }
@@ -385,13 +385,15 @@ impl SessionTools {
     }
 
     /// Writes the store as a gateway state folder (API.md §5).
-    #[napi(ts_args_type = "dir: string", ts_return_type = "Promise<ExportReport>")]
+    #[napi(ts_args_type = "dir: string, options?: ExportOptions", ts_return_type = "Promise<ExportReport>")]
     pub fn export_state_dir<'env>(
         &self,
         env: &'env Env,
         dir: Option<Unknown<'env>>,
+        options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run1(env, dir, "dir", |e, d| e.export_state_dir(d))
+        let args = to_json(env, dir, "dir").and_then(|d| Ok((d, to_json(env, options, "options")?)));
+        self.run(env, args.map(|(d, o)| -> Job { Box::new(move |e: &Engine| e.export_state_dir(&d, &o)) }))
     }
 
     /// Counts of what the store holds, and its size.

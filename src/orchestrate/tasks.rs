@@ -127,9 +127,13 @@ fn task_of(
     (existing.as_ref() != Some(&row)).then_some(row)
 }
 
-/// Brings the row of one record in step (creating it if need be).
+/// Brings the row of one record in step (creating it if need be, with the task id the
+/// imported 2026.9 ledger gave its run, if any).
 fn sync_record(db: &Db<'_>, rec: &SubagentRun, agent_of: &dyn Fn(&str) -> String) -> Result<()> {
-    let existing = db.task_run_by_run_id(&rec.run_id)?;
+    let existing = match db.task_run_by_run_id(&rec.run_id)? {
+        Some(t) => Some(t),
+        None => db.task9_by_run(&rec.run_id)?.and_then(|t| TaskRow::from_json(&t.record)),
+    };
     if let Some(row) = task_of(rec, existing, settled_item(db, rec)?, agent_of) {
         db.put_task_run(&row)?;
     }
@@ -139,6 +143,14 @@ fn sync_record(db: &Db<'_>, rec: &SubagentRun, agent_of: &dyn Fn(&str) -> String
 /// Brings the rows of one owner in step with its records; its rows, oldest first, without
 /// those past their retention (`cleanupAfter`).
 fn sync_owner(db: &Db<'_>, owner: &str, agent_of: &dyn Fn(&str) -> String) -> Result<Vec<TaskRow>> {
+    // tasks imported from a 2026.9 state folder join the ledger as they were
+    for imported in db.tasks9_of_owner(owner)? {
+        if db.task_run(&imported.task_id)?.is_none() {
+            if let Some(row) = TaskRow::from_json(&imported.record) {
+                db.put_task_run(&row)?;
+            }
+        }
+    }
     for rec in db.subagent_runs(Some(owner))? {
         sync_record(db, &rec, agent_of)?;
     }

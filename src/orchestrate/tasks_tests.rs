@@ -353,3 +353,44 @@ async fn the_backlog_warning_is_raised_from_25_blocked_completions() {
     );
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_imported_from_a_2026_9_folder_keep_their_ids_in_the_live_ledger() {
+    let (host, _gate) = gated_host();
+    let o = open(json!({}), host).await;
+    let imported = |id: &str, run: &str, status: &str| {
+        crate::store::tasks9::Task9Row {
+        task_id: id.into(),
+        run_id: Some(run.into()),
+        runtime: "subagent".into(),
+        status: status.into(),
+        delivery_status: "delivered".into(),
+        owner_key: "agent:main:main".into(),
+        requester_session_key: Some("agent:main:main".into()),
+        child_session_key: Some(format!("agent:main:subagent:{run}")),
+        agent_id: Some("main".into()),
+        created_at: 1,
+        ended_at: Some(2),
+        record: json!({"taskId": id, "runId": run, "runtime": "subagent", "ownerKey": "agent:main:main", "scopeKind": "session",
+                       "status": status, "deliveryStatus": "delivered", "createdAt": 1, "label": "old work",
+                       "childSessionKey": format!("agent:main:subagent:{run}")})
+        .to_string(),
+    }
+    };
+    o.engine()
+        .store()
+        .write(|db| {
+            db.insert_task9_if_absent(&imported("imp-1", "run-old", "succeeded"))?;
+            db.insert_task9_if_absent(&imported("imp-2", "run-live", "running"))
+        })
+        .unwrap();
+    // the registry knows run-live (imported too): its task keeps the imported id
+    put_child(&o, "agent:main:main", "agent:main:subagent:run-live", "run-live");
+    let list = tool(&o, json!({"recentMinutes": 1440}), main_ctx()).await;
+    let ids: Vec<&str> = list["tasks"].as_array().unwrap().iter().map(|t| t["taskId"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"imp-2"), "{ids:?}");
+    assert_eq!(ids.len(), 1, "the ended imported task is older than recentMinutes; the live one is listed");
+    assert_eq!(o.engine().store().read(|db| db.task_run("imp-1")).unwrap().unwrap().label.as_deref(), Some("old work"));
+    assert_eq!(o.engine().store().read(|db| db.task_run_by_run_id("run-live")).unwrap().unwrap().task_id, "imp-2");
+    o.close().await;
+}

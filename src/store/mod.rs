@@ -9,12 +9,15 @@
 //! keys and finished entries.
 
 pub mod bulk;
+pub mod oc9_read;
+pub mod oc9_write;
 pub mod outbox;
 pub mod runs;
 mod schema;
 pub mod sessions;
 pub mod subagents;
 pub mod tasks;
+pub mod tasks9;
 pub mod transcripts;
 pub mod yields;
 

@@ -89,7 +89,9 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
                 let page = db.history_page(sid, message_limit, None)?;
                 let mut msgs = Vec::new();
                 for m in page.messages.into_iter().filter(|m| m.role.as_deref() != Some("toolResult")) {
-                    if let Ok(v) = serde_json::from_str::<Value>(&m.json) {
+                    // Envelopes stripped as sessions_history strips them (the gateway reads both
+                    // through chat.history).
+                    if let Some(v) = super::history::shown(&m) {
                         msgs.push(v);
                     }
                 }
