@@ -26,6 +26,9 @@ use crate::tools::{refusal, ToolContext};
 
 pub use crate::tools::spawn::FROM_SUBAGENT;
 
+/// The most messages of the requester's transcript a forked child starts with (a history page).
+const FORK_MESSAGES: u32 = 1000;
+
 /// The tool after its parameters are read: the payload the model sees.
 pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolContext) -> Result<Value> {
     let cfg = orch.engine().config();
@@ -43,6 +46,7 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         thinking,
         task_name,
         v9,
+        fork,
     } = request;
     // DECISIONS.md #5: at most maxActive running children per requester. The check and the
     // registration below are one step for this store: concurrent spawns wait here, so each one
@@ -99,6 +103,26 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
             return Err(err);
         }
         return Ok(tool::failed(&child_key, err.message()));
+    }
+    // 2026.9 `context: "fork"`: the child starts with a copy of the requester's transcript
+    if fork {
+        let (e, from, to) = (orch.engine().clone(), requester_key.clone(), child_key.clone());
+        let copied = blocking(move || {
+            let (_, _, page) = e.chat_history(&Value::from(from), &json!({"limit": FORK_MESSAGES}))?;
+            let messages: Vec<Value> =
+                page.messages.iter().filter_map(|m| serde_json::from_str(&m.json).ok()).collect();
+            if !messages.is_empty() {
+                e.append_messages(&Value::from(to), &Value::Array(messages))?;
+            }
+            Ok(())
+        })
+        .await;
+        if let Err(err) = copied {
+            if matches!(err.code(), crate::error::ErrorCode::Closed) {
+                return Err(err);
+            }
+            return Ok(tool::failed(&child_key, err.message()));
+        }
     }
     // 12. the child's system prompt
     let system_prompt = prompts::subagent_system_prompt(
@@ -175,7 +199,7 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     // 15.
     if v9 {
         let resolved = model.as_deref().and_then(|m| cfg.models.resolve(m)).map(|r| (r.model, r.provider));
-        return Ok(tool::accepted_2026_9(child_key, run_id, task_name, resolved, model.is_some()));
+        return Ok(tool::accepted_2026_9(child_key, run_id, fork, task_name, resolved, model.is_some()));
     }
     Ok(tool::accepted(child_key, run_id, model.is_some()))
 }

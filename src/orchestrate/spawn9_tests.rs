@@ -104,3 +104,47 @@ async fn the_target_agent_follows_the_2026_9_allow_agents_fallback() {
     );
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_agent_id_wants_an_explicit_agent_the_agents_own_setting_first() {
+    let (host, _gate) = gated();
+    let cfg = json!({"agents": {
+        "ownership": "explicit",
+        "defaults": {"subagents": {"requireAgentId": true, "allowAgents": ["*"]}},
+        "entries": {"main": {"default": true}, "ops": {"subagents": {"requireAgentId": false}}},
+    }});
+    let o = open9(cfg, host).await;
+    assert_eq!(
+        spawn(&o, json!({"task": "t"}), main_ctx()).await,
+        json!({"status": "forbidden", "error": spawn9::REQUIRE_AGENT_ID})
+    );
+    assert_eq!(spawn(&o, json!({"task": "t", "agentId": "main"}), main_ctx()).await["status"], "accepted");
+    let ops = json!({"agentSessionKey": "agent:ops:main"});
+    assert_eq!(spawn(&o, json!({"task": "t"}), ops).await["status"], "accepted", "ops opts out");
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forked_child_starts_with_the_requesters_transcript_and_only_as_its_agent() {
+    let (host, _gate) = gated();
+    let cfg = json!({"agents": {"ownership": "explicit", "defaults": {"subagents": {"allowAgents": ["*"]}},
+                     "entries": {"main": {"default": true}, "ops": {}}}});
+    let o = open9(cfg, host).await;
+    o.engine()
+        .append_messages(
+            &json!("agent:main:main"),
+            &json!([{"role": "user", "content": "the plan"}, {"role": "assistant", "content": "ok"}]),
+        )
+        .unwrap();
+    let out = spawn(&o, json!({"task": "carry on", "context": "fork"}), main_ctx()).await;
+    assert_eq!(out["context"], "fork");
+    let (_, _, page) = o.engine().chat_history(&json!(str_of(&out, "childSessionKey")), &json!({"limit": 10})).unwrap();
+    let texts: Vec<String> = page.messages.iter().map(|m| m.json.clone()).collect();
+    assert!(texts[0].contains("the plan") && texts[1].contains("\"ok\""), "{texts:?}");
+    assert!(texts.last().unwrap().contains("carry on"), "then the task");
+    assert_eq!(
+        spawn(&o, json!({"task": "t", "context": "fork", "agentId": "ops"}), main_ctx()).await["error"],
+        spawn9::FORK_SAME_AGENT
+    );
+    o.close().await;
+}

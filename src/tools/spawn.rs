@@ -38,6 +38,8 @@ pub struct SpawnRequest {
     pub task_name: Option<String>,
     /// the call is made under the 2026.9 contract
     pub v9: bool,
+    /// 2026.9 `context: "fork"`: the child starts with a copy of the requester's transcript
+    pub fork: bool,
 }
 
 /// §6.1 steps 1–10 but 8: what the call asks for, and the refusals the config decides.
@@ -88,10 +90,15 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
     // 7. the allow list (2026.9: the requester agent's allowAgents, else the defaults', over
     // the configured agents)
     if v9 {
+        let requested = read_string(params, "agentId").is_some();
+        let require =
+            cfg.agent(&requester_agent).and_then(|a| a.require_agent_id).unwrap_or(cfg.subagents.require_agent_id);
+        if require && !requested {
+            return Err(Refusal::Payload(refusal("forbidden", super::spawn9::REQUIRE_AGENT_ID)));
+        }
         let own = cfg.agent(&requester_agent).filter(|a| a.allow_agents_set).map(|a| a.allow_agents.clone());
         let allow = own.or_else(|| cfg.subagents.allow_agents.clone());
         let configured: Vec<String> = cfg.agents.iter().map(|a| a.id.clone()).collect();
-        let requested = read_string(params, "agentId").is_some();
         if let Some(text) =
             super::spawn9::target_refusal(&requester_agent, &target_agent, requested, allow.as_deref(), &configured)
         {
@@ -102,6 +109,11 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
         if !allowlist.allows(&requester_agent, &target_agent) {
             return Err(Refusal::Payload(refusal("forbidden", allowlist.refusal())));
         }
+    }
+    // 2026.9: a forked child must run as the requester's agent
+    let fork = v9 && params.get("context").and_then(Value::as_str) == Some("fork");
+    if fork && target_agent != requester_agent {
+        return Err(Error::invalid_request(super::spawn9::FORK_SAME_AGENT).into());
     }
     // 9. the model (DECISIONS.md: outside the catalog is an error)
     let model = read_string(params, "model")
@@ -134,6 +146,7 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
         thinking,
         task_name,
         v9,
+        fork,
     })
 }
 
@@ -142,6 +155,7 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
 pub fn accepted_2026_9(
     child_key: String,
     run_id: String,
+    fork: bool,
     task_name: Option<String>,
     resolved: Option<(String, Option<String>)>,
     model_applied: bool,
@@ -152,7 +166,7 @@ pub fn accepted_2026_9(
     out.insert("runId".into(), run_id.into());
     out.insert("mode".into(), "run".into());
     out.insert("expectsCompletionMessage".into(), true.into());
-    out.insert("context".into(), "isolated".into());
+    out.insert("context".into(), if fork { "fork" } else { "isolated" }.into());
     if let Some(t) = task_name {
         out.insert("taskName".into(), t.into());
     }
