@@ -472,7 +472,7 @@ impl SessionTools {
     #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "ToolDefinition[]")]
     pub fn tool_definitions<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx = to_json(env, ctx, "ctx").and_then(|c| ToolContext::from_json(&c)).map_err(|e| js_error(env, &e))?;
-        let defs = Value::Array(tools::definitions(&ctx, self.engine.config().contract));
+        let defs = Value::Array(tools::definitions(&self.engine, &ctx));
         from_json_text(env, &defs.to_string())
     }
 
@@ -497,7 +497,7 @@ impl SessionTools {
     pub fn create_tools<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx_json = to_json(env, ctx, "ctx").map_err(|e| js_error(env, &e))?;
         let parsed = ToolContext::from_json(&ctx_json).map_err(|e| js_error(env, &e))?;
-        let offered = tools::available(&parsed, self.engine.config().contract);
+        let offered = tools::available(&self.engine, &parsed);
         let mut arr = env.create_array(offered.len() as u32)?;
         for (i, tool) in offered.into_iter().enumerate() {
             let obj_val = from_json_text(env, &tool.definition().to_string())?;

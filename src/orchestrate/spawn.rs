@@ -58,7 +58,7 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     let max_children = if v9 { cfg.subagents.max_children_per_agent } else { cfg.subagents.max_active };
     let depth = if v9 {
         let (e, k) = (orch.engine().clone(), requester_key.clone());
-        let depth = blocking(move || e.store().read(|db| super::tasks::depth_of(db, &k))).await?;
+        let depth = blocking(move || e.store().read(|db| db.spawn_depth(&k))).await?;
         if let Some(text) = spawn9::depth_refusal(depth, cfg.subagents.max_spawn_depth) {
             return Ok(refusal("forbidden", text));
         }

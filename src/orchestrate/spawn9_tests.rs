@@ -148,3 +148,20 @@ async fn a_forked_child_starts_with_the_requesters_transcript_and_only_as_its_ag
     );
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_is_offered_the_tools_of_its_depth() {
+    let (host, _gate) = gated();
+    let o = open9(json!({"agents": {"defaults": {"subagents": {"maxSpawnDepth": 2}}}}), host).await;
+    let names = |key: &str| -> Vec<&'static str> {
+        let ctx = crate::tools::ToolContext::from_json(&json!({"agentSessionKey": key})).unwrap();
+        crate::tools::available(o.engine(), &ctx).into_iter().map(|t| t.name()).collect()
+    };
+    assert_eq!(names("agent:main:main").len(), 7);
+    let first = spawn(&o, json!({"task": "one"}), main_ctx()).await;
+    let child = str_of(&first, "childSessionKey");
+    assert_eq!(names(&child), ["sessions_list", "sessions_history", "sessions_spawn", "sessions_yield", "subagents"]);
+    let second = spawn(&o, json!({"task": "two"}), json!({"agentSessionKey": child})).await;
+    assert_eq!(names(&str_of(&second, "childSessionKey")), ["sessions_yield"], "a leaf");
+    o.close().await;
+}

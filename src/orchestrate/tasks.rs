@@ -225,30 +225,9 @@ struct Controller {
     leaf: bool,
 }
 
-/// Depth of a session in its spawn lineage (a main session is 0): its stored `spawnDepth`, else
-/// the stored `spawnedBy` chain (2026.9 never reads it from the key).
-pub(crate) fn depth_of(db: &Db<'_>, key: &str) -> Result<u32> {
-    let mut depth = 0;
-    let mut cur = key.to_owned();
-    let mut seen = HashSet::new();
-    while seen.insert(cur.clone()) && depth < 64 {
-        let entry = db.session(&cur)?;
-        if let Some(stored) = entry.as_ref().and_then(|e| e.get("spawnDepth")).and_then(Value::as_f64) {
-            if stored.is_finite() && stored >= 0.0 {
-                return Ok(depth + stored.min(64.0) as u32);
-            }
-        }
-        let parent = entry.and_then(|e| entry::str_field(&e, "spawnedBy").map(str::to_owned));
-        let Some(parent) = parent else { break };
-        depth += 1;
-        cur = parent;
-    }
-    Ok(depth)
-}
-
 fn controller(db: &Db<'_>, key: &str, max_depth: u32) -> Result<Controller> {
     let is_subagent = keys::is_subagent_key(key);
-    let leaf = is_subagent && depth_of(db, key)? >= max_depth;
+    let leaf = is_subagent && db.spawn_depth(key)? >= max_depth;
     Ok(Controller { key: key.to_owned(), is_subagent, leaf })
 }
 

@@ -174,20 +174,40 @@ pub fn refusal(status: &str, error: impl std::fmt::Display) -> Value {
     json!({"status": status, "error": error.to_string()})
 }
 
-/// The tool definitions (API.md §3) of a contract. A sub-agent caller gets none of the session
-/// tools (REFERENCE.md §6.9); under 2026.9 it keeps `sessions_yield` and `subagents`.
-pub fn definitions(ctx: &ToolContext, contract: crate::contract::Contract) -> Vec<Value> {
-    available(ctx, contract).into_iter().map(Tool::definition).collect()
+/// The tool definitions (API.md §3) a caller is offered ([`available`]).
+pub fn definitions(engine: &crate::engine::Engine, ctx: &ToolContext) -> Vec<Value> {
+    available(engine, ctx).into_iter().map(Tool::definition).collect()
 }
 
-/// The tools a caller is offered under a contract, in definition order.
-pub fn available(ctx: &ToolContext, contract: crate::contract::Contract) -> Vec<Tool> {
-    let subagent = ctx.agent_session_key.as_deref().map(keys::is_subagent_key).unwrap_or(false);
-    Tool::ALL
-        .into_iter()
-        .filter(|t| t.in_contract(contract))
-        .filter(|t| !subagent || matches!(t, Tool::SessionsYield | Tool::Subagents))
-        .collect()
+/// The tools a caller is offered, in definition order. 2026.1: a sub-agent caller gets none of
+/// the session tools (REFERENCE.md §6.9). 2026.9: a sub-agent never gets `sessions_send` or
+/// `agents_list`; one under `maxSpawnDepth` (an orchestrator, its depth read from the stored
+/// lineage) keeps `sessions_list`, `sessions_history`, `sessions_spawn`, `sessions_yield` and
+/// `subagents`; a leaf keeps `sessions_yield` only. A lineage that cannot be read counts as a
+/// leaf's.
+pub fn available(engine: &crate::engine::Engine, ctx: &ToolContext) -> Vec<Tool> {
+    let cfg = engine.config();
+    let contract = cfg.contract;
+    let all = Tool::ALL.into_iter().filter(|t| t.in_contract(contract));
+    let Some(key) = ctx.agent_session_key.as_deref().filter(|k| keys::is_subagent_key(k)) else {
+        return all.collect();
+    };
+    if contract != crate::contract::Contract::V2026_9 {
+        return Vec::new();
+    }
+    let depth = cfg
+        .key_model()
+        .canonical(key)
+        .ok()
+        .and_then(|k| engine.store().read(|db| db.spawn_depth(&k)).ok())
+        .unwrap_or(u32::MAX);
+    let orchestrator = depth < cfg.subagents.max_spawn_depth;
+    all.filter(|t| match t {
+        Tool::SessionsSend | Tool::AgentsList => false,
+        Tool::SessionsYield => true,
+        Tool::SessionsList | Tool::SessionsHistory | Tool::SessionsSpawn | Tool::Subagents => orchestrator,
+    })
+    .collect()
 }
 
 /// As [`run`] for a caller that wants the payload as JSON text (`wrap` false): `sessions_list`
