@@ -138,8 +138,11 @@ async fn a_forked_child_starts_with_the_requesters_transcript_and_only_as_its_ag
         .unwrap();
     let out = spawn(&o, json!({"task": "carry on", "context": "fork"}), main_ctx()).await;
     assert_eq!(out["context"], "fork");
-    let (_, _, page) = o.engine().chat_history(&json!(str_of(&out, "childSessionKey")), &json!({"limit": 10})).unwrap();
-    let texts: Vec<String> = page.messages.iter().map(|m| m.json.clone()).collect();
+    let child = json!(str_of(&out, "childSessionKey"));
+    let history = || o.engine().chat_history(&child, &json!({"limit": 10})).unwrap().2.messages;
+    // the task arrives when the child's run starts
+    crate::orchestrate::subagents::testkit::until("the task message", || history().len() == 3).await;
+    let texts: Vec<String> = history().iter().map(|m| m.json.clone()).collect();
     assert!(texts[0].contains("the plan") && texts[1].contains("\"ok\""), "{texts:?}");
     assert!(texts.last().unwrap().contains("carry on"), "then the task");
     assert_eq!(
