@@ -47,6 +47,7 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         task_name,
         v9,
         fork,
+        expects_completion,
     } = request;
     // DECISIONS.md #5: at most maxActive running children per requester. The check and the
     // registration below are one step for this store: concurrent spawns wait here, so each one
@@ -188,7 +189,8 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         ended_at: None,
         outcome: None,
         announce: subagents::AnnounceState {
-            status: "pending".into(),
+            // 2026.9 `expectsCompletionMessage: false`: nothing is handed over
+            status: if expects_completion { "pending" } else { "skipped" }.into(),
             attempts: 0,
             idempotency_key: uuid::Uuid::new_v4().to_string(),
         },
@@ -199,7 +201,15 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     // 15.
     if v9 {
         let resolved = model.as_deref().and_then(|m| cfg.models.resolve(m)).map(|r| (r.model, r.provider));
-        return Ok(tool::accepted_2026_9(child_key, run_id, fork, task_name, resolved, model.is_some()));
+        return Ok(tool::accepted_2026_9(
+            child_key,
+            run_id,
+            fork,
+            expects_completion,
+            task_name,
+            resolved,
+            model.is_some(),
+        ));
     }
     Ok(tool::accepted(child_key, run_id, model.is_some()))
 }

@@ -168,3 +168,21 @@ async fn a_child_is_offered_the_tools_of_its_depth() {
     assert_eq!(names(&str_of(&second, "childSessionKey")), ["sessions_yield"], "a leaf");
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_expects_no_completion_ends_cleaned_up_without_a_handoff() {
+    let host = Arc::new(FakeHost::replying("done"));
+    let o = open9(json!({}), host.clone()).await;
+    let out = spawn(&o, json!({"task": "fire and forget", "expectsCompletionMessage": false}), main_ctx()).await;
+    assert_eq!(out["expectsCompletionMessage"], false);
+    assert!(out.get("note").is_none(), "no completion note");
+    let run = str_of(&out, "runId");
+    crate::orchestrate::subagents::testkit::until("cleaned up", || {
+        crate::orchestrate::subagents::testkit::record(&o, &run).is_some_and(|r| r.cleanup_completed_at.is_some())
+    })
+    .await;
+    let rec = crate::orchestrate::subagents::testkit::record(&o, &run).unwrap();
+    assert_eq!((rec.announce.status.as_str(), rec.outcome.map(|x| x.status)), ("skipped", Some("ok".to_owned())));
+    assert!(crate::orchestrate::subagents::testkit::requests_in(&host, Lane::Announce).is_empty());
+    o.close().await;
+}

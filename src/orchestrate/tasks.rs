@@ -492,6 +492,11 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     }
     let run_id = target.run_id.clone().unwrap_or_default();
     orch.runs().abort(&run_id, CANCELLED);
+    // its cleanup (label, archive time, or deletion) as for any settled child
+    let (e, id) = (orch.engine().clone(), run_id.clone());
+    if let Ok(Some(rec)) = blocking(move || e.store().read(|db| db.subagent_run(&id))).await {
+        super::subagents::finalize(orch, rec).await;
+    }
     // the model turn itself is the host's to stop (its answer, if any, is dropped anyway)
     if orch.host().can_abort() {
         let (host, id) = (orch.host().clone(), run_id.clone());

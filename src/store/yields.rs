@@ -69,6 +69,7 @@ pub struct PendingChild {
 impl Db<'_> {
     /// The children of `requester_key` whose completion has not reached it: the run has not
     /// ended, or its announce is still pending and its outbox item (if recorded) is not final.
+    /// A child with no completion to deliver (announce `skipped`) never counts.
     /// In registration order.
     pub fn undelivered_children(&self, requester_key: &str) -> Result<Vec<PendingChild>> {
         let mut st = self
@@ -76,7 +77,7 @@ impl Db<'_> {
             .prepare_cached(
                 "SELECT s.run_id, s.child_key, s.record, s.ended FROM subagent_runs s
                  LEFT JOIN outbox o ON o.idempotency_key = json_extract(s.record, '$.announce.idempotencyKey')
-                 WHERE s.requester_key = ?1
+                 WHERE s.requester_key = ?1 AND s.announce_status <> 'skipped'
                    AND (s.ended = 0 OR (s.announce_status = 'pending' AND (o.status IS NULL OR o.status = 'pending')))
                  ORDER BY s.rowid",
             )

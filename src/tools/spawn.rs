@@ -40,6 +40,8 @@ pub struct SpawnRequest {
     pub v9: bool,
     /// 2026.9 `context: "fork"`: the child starts with a copy of the requester's transcript
     pub fork: bool,
+    /// 2026.9 `expectsCompletionMessage` (default true): false = no completion handoff
+    pub expects_completion: bool,
 }
 
 /// §6.1 steps 1–10 but 8: what the call asks for, and the refusals the config decides.
@@ -147,6 +149,7 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
         task_name,
         v9,
         fork,
+        expects_completion: !v9 || params.get("expectsCompletionMessage") != Some(&Value::Bool(false)),
     })
 }
 
@@ -156,6 +159,7 @@ pub fn accepted_2026_9(
     child_key: String,
     run_id: String,
     fork: bool,
+    expects_completion: bool,
     task_name: Option<String>,
     resolved: Option<(String, Option<String>)>,
     model_applied: bool,
@@ -165,12 +169,14 @@ pub fn accepted_2026_9(
     out.insert("childSessionKey".into(), child_key.into());
     out.insert("runId".into(), run_id.into());
     out.insert("mode".into(), "run".into());
-    out.insert("expectsCompletionMessage".into(), true.into());
+    out.insert("expectsCompletionMessage".into(), expects_completion.into());
     out.insert("context".into(), if fork { "fork" } else { "isolated" }.into());
     if let Some(t) = task_name {
         out.insert("taskName".into(), t.into());
     }
-    out.insert("note".into(), super::spawn9::COMPLETION_NOTE.into());
+    if expects_completion {
+        out.insert("note".into(), super::spawn9::COMPLETION_NOTE.into());
+    }
     if let Some((model, provider)) = resolved {
         out.insert("resolvedModel".into(), model.into());
         if let Some(p) = provider {

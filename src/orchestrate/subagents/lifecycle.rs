@@ -19,7 +19,10 @@ pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
     let e = orch.engine().clone();
     let records = blocking(move || e.store().read(|db| db.subagent_runs(None))).await?;
     for rec in records {
-        if rec.announce.status != "pending" {
+        // a child that asked for no completion (announce `skipped` from the start) is still
+        // waited for while it runs
+        let unasked_running = rec.announce.status == "skipped" && rec.ended_at.is_none();
+        if rec.announce.status != "pending" && !unasked_running {
             if rec.cleanup_completed_at.is_none() && rec.ended_at.is_some() {
                 finalize(orch, rec).await;
             }
