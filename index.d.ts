@@ -12,8 +12,14 @@ export interface GatewayConfig {
         match?: { channel?: string; chatType?: 'direct' | 'dm' | 'group' | 'channel'; keyPrefix?: string }
       }>
     }
-    agentToAgent?: { maxPingPongTurns?: number; maxChainTurns?: number }
+    agentToAgent?: {
+      maxPingPongTurns?: number
+      /** @deprecated not a gateway key (the gateway refuses the file): use `settings.agentToAgent.maxChainTurns` */
+      maxChainTurns?: number
+    }
+    /** @deprecated not a gateway key (the gateway refuses the file): use `settings.history` */
     history?: { maxChars?: number }
+    /** @deprecated not a gateway key (the gateway refuses the file): use `settings.outbox` */
     outbox?: { maxAttempts?: number; backoffMs?: number }
     [key: string]: unknown
   }
@@ -278,6 +284,14 @@ export interface StoreErrorEvent extends SessionToolsEventBase {
   type: 'store.error'
   error: string
 }
+/** The config given to `open` or `setConfig` still carries one of our settings at its old place. */
+export interface ConfigDeprecatedEvent extends SessionToolsEventBase {
+  type: 'config.deprecated'
+  /** where it is, e.g. `session.history` */
+  key: string
+  /** where it goes now, e.g. `settings.history` */
+  use: string
+}
 
 /** What `onEvent` receives: one of the event kinds the engine emits (API.md §7). */
 export type SessionToolsEvent =
@@ -295,6 +309,7 @@ export type SessionToolsEvent =
   | DeliveryBacklogEvent
   | SessionYieldEvent
   | StoreErrorEvent
+  | ConfigDeprecatedEvent
 
 /** Options of `SessionTools.open`. */
 export interface OpenOptions {
@@ -316,6 +331,21 @@ export interface OpenOptions {
   abortRun?: (runId: string, reason: string) => unknown
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
+  /** Our own settings, which have no place in the gateway's config. */
+  settings?: Settings | null
+}
+
+/**
+ * The addon's own settings (not gateway config keys). An unknown key, or a value that is not a
+ * finite non-negative number, is `INVALID_CONFIG` naming the key.
+ */
+export interface Settings {
+  /** `sessions_history`'s default `maxChars` (none: no character budget) */
+  history?: { maxChars?: number }
+  /** announce delivery retries: attempts (default 5, min 1) and the first backoff (default 1000 ms, doubling, max 60 000) */
+  outbox?: { maxAttempts?: number; backoffMs?: number }
+  /** the agent-to-agent chain budget (default 20 turns, DECISIONS.md #4) */
+  agentToAgent?: { maxChainTurns?: number }
 }
 
 /** What `SessionTools.measureCallback` reports. */
@@ -558,8 +588,8 @@ export interface ExportOptions {
    */
   layout?: '2026.1' | '2026.9'
   /**
-   * `2026.1` only: the absolute path the folder will be used from once moved into place (topic
-   * sessions' `sessionFile` is written below it); default: `dir`.
+   * `2026.1` only: the absolute path the folder will be used from once moved into place (each
+   * session's `sessionFile` is written below it); default: `dir`.
    */
   stateDir?: string
 }
@@ -746,11 +776,11 @@ export declare class SessionTools {
    */
   static measureCallback(fn: (req: unknown) => unknown, calls?: number): Promise<MeasureCallbackResult>
   /**
-   * Swaps the config (same validation as `open`); `options.contract` switches the contract
-   * (omitted: the current one stays); throws `INVALID_CONFIG` and keeps the old config on
-   * error.
+   * Swaps the config (same validation as `open`); `settings` are our own settings (omitted:
+   * the ones in force stay), and its `contract` key switches the contract (omitted: the
+   * current one stays); throws `INVALID_CONFIG` and keeps the old config on error.
    */
-  setConfig(config: GatewayConfig | null | undefined, options?: { contract?: Contract }): void
+  setConfig(config: GatewayConfig | null | undefined, settings?: Settings & { contract?: Contract }): void
   /**
    * Closes the store without waiting for model runs: runs in flight are recorded as
    * interrupted (the next open announces them) and what their callbacks return later is

@@ -117,6 +117,16 @@ describe('command line (API.md §6)', () => {
     expect(back).toMatchObject({ sessions: 2, messages: 2, runs: 0, tasks: 0, skipped: [], merged: [] })
     const copy = JSON.parse(cli(['history', 'main', '--json', '--db', 'copy.db'], cwd).stdout)
     expect(copy.messages).toEqual(hist.messages)
+
+    // --state-dir: where the export will live; sessionFile points there (issue 12)
+    const live = path.join(tmpDir(), 'live-state')
+    const moved = path.join(tmpDir(), 'to-move')
+    expect(cli(['export', moved, '--state-dir', live, '--db', 'store.db'], cwd).code).toBe(0)
+    const written = JSON.parse(fs.readFileSync(path.join(moved, 'agents/main/sessions/sessions.json'), 'utf8'))
+    expect(written['agent:main:main'].sessionFile).toBe(path.join(live, 'agents/main/sessions', `${written['agent:main:main'].sessionId}.jsonl`))
+    const relative = cli(['export', path.join(tmpDir(), 'x'), '--state-dir', 'relative/state', '--db', 'store.db'], cwd)
+    expect(relative.code).toBe(2)
+    expect(relative.stderr).toMatch(/--state-dir must be an absolute path/)
   })
 
   test('given a store then the human output is readable text', () => {

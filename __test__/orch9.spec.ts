@@ -163,6 +163,12 @@ describe('subagents (2026.9)', () => {
   it('exists only under the 2026.9 contract', async () => {
     const st = await openMem()
     await expect(st.executeTool('subagents', {}, MAIN)).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+    // setConfig switches the contract (the key rides along with the settings)
+    const sw = await openMem()
+    sw.setConfig(null, { contract: '2026.9' } as any)
+    expect((await sw.executeTool('subagents', {}, MAIN)).details).toMatchObject({ status: 'ok', action: 'list' })
+    sw.setConfig(null, { outbox: { maxAttempts: 2 } } as any)
+    expect((await sw.executeTool('subagents', {}, MAIN)).details.status).toBe('ok')
     const names = (await open9()).toolDefinitions(MAIN).map((d: any) => d.name)
     expect(names).toEqual(expect.arrayContaining(['sessions_yield', 'subagents']))
     expect(st.toolDefinitions(MAIN).map((d: any) => d.name)).not.toContain('subagents')

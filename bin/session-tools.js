@@ -25,6 +25,8 @@ Options (anywhere on the line):
   --db <path>          the store (default ./sessions.db)
   --json               print one JSON document instead of text
   --limit <n>          list, history: how many (history: 1..1000, default 200)
+  --state-dir <path>   export: the absolute path the folder will be used from once moved
+                       into place (topic sessions' sessionFile points there; default <dir>)
   --layout <l>         export: 2026.1 (default) or 2026.9
   -h, --help           this text
 
@@ -37,7 +39,7 @@ const COMMANDS = { list: 0, history: 1, import: 1, export: 1, stats: 0, demo: 0 
 const ARG_NAMES = { history: '<key>', import: '<stateDir>', export: '<dir>' }
 
 function parse(argv) {
-  const opts = { db: './sessions.db', json: false, help: false, limit: undefined, layout: undefined }
+  const opts = { db: './sessions.db', json: false, help: false, limit: undefined, layout: undefined, stateDir: undefined }
   const rest = []
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
@@ -60,6 +62,9 @@ function parse(argv) {
       const v = value()
       if (!/^\d+$/.test(v) || Number(v) < 1) throw new UsageError(`--limit must be a positive integer, got ${JSON.stringify(v)}`)
       opts.limit = Number(v)
+    } else if (name === '--state-dir') {
+      opts.stateDir = value()
+      if (!path.isAbsolute(opts.stateDir)) throw new UsageError(`--state-dir must be an absolute path, got ${JSON.stringify(opts.stateDir)}`)
     } else if (name === '--layout') {
       const v = value()
       if (v !== '2026.1' && v !== '2026.9') throw new UsageError(`--layout must be 2026.1 or 2026.9, got ${JSON.stringify(v)}`)
@@ -170,7 +175,7 @@ async function run(command, args, opts) {
         break
       }
       case 'export': {
-        const r = await withProgress(`exporting to ${args[0]}`, st.exportStateDir(args[0], opts.layout ? { layout: opts.layout } : undefined))
+        const r = await withProgress(`exporting to ${args[0]}`, st.exportStateDir(args[0], { ...(opts.layout ? { layout: opts.layout } : {}), ...(opts.stateDir ? { stateDir: opts.stateDir } : {}) }))
         const tasks = r.layout === '2026.9' ? `, ${r.tasks} task(s)` : ''
         print(r, [`exported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s)${tasks} to ${args[0]} as layout ${r.layout} (${r.files} files)`, ...skippedLines(r.skipped)].join('\n'))
         break

@@ -185,7 +185,7 @@ pub fn append(dir: &Path, session_id: &str, at: &Appended, messages: &[String], 
     let mut parent = at.first_parent.clone();
     let mut lines = Vec::with_capacity(messages.len());
     for (i, text) in messages.iter().enumerate() {
-        let id = seq_id(at.first_seq + i as i64);
+        let id = at.ids.get(i).cloned().unwrap_or_else(|| seq_id(at.first_seq + i as i64));
         lines.push(message_line(&id, parent.as_deref(), text, now));
         parent = Some(id);
     }
@@ -214,7 +214,7 @@ mod tests {
     }
 
     fn at(first_seq: i64) -> Appended {
-        Appended { first_seq, first_parent: None }
+        Appended { first_seq, first_parent: None, ids: vec![seq_id(first_seq)] }
     }
 
     #[test]
@@ -240,7 +240,7 @@ mod tests {
         append(
             &dir,
             "s1",
-            &Appended { first_seq: 2, first_parent: Some(seq_id(1)) },
+            &Appended { first_seq: 2, first_parent: Some(seq_id(1)), ids: vec![seq_id(2)] },
             &[r#"{"role":"assistant","content":[{"type":"text","text":"b"}]}"#.into()],
             0,
         )

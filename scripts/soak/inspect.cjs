@@ -9,26 +9,25 @@ const Database = require('better-sqlite3')
 const [db, request] = process.argv.slice(2)
 const q = JSON.parse(request)
 const fs = require('node:fs')
-const hasSchema = () => {
-  const c = new Database(db, { fileMustExist: true, readonly: true })
-  try {
-    return Boolean(c.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").get())
-  } finally {
-    c.close()
-  }
-}
-if (!fs.existsSync(db) || !hasSchema()) {
-  // A worker killed before it created the file, or before its first migration committed: an
-  // empty store, so every acknowledged write the caller checks for shows up as missing, and
-  // every count is 0.
-  const none = { missing: true, integrity: 'ok', messages: {}, entries: {}, scalars: {} }
+/** An empty store: every acknowledged write the caller checks for shows up as missing, and
+ * every count is 0. */
+function emptyStore(integrity) {
+  const none = { missing: true, integrity, messages: {}, entries: {}, scalars: {} }
   for (const key of q.messages ?? []) none.messages[key] = []
   for (const key of q.entries ?? []) none.entries[key] = null
   for (const name of Object.keys(q.scalars ?? {})) none.scalars[name] = 0
   process.stdout.write(JSON.stringify(none))
   process.exit(0)
 }
+// A worker killed before it created the file
+if (!fs.existsSync(db)) emptyStore('ok')
 const conn = new Database(db, { fileMustExist: true })
+// … or before its first open committed the schema (the file exists, its tables do not yet)
+if (!conn.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").pluck().get()) {
+  const integrity = conn.pragma('integrity_check', { simple: true })
+  conn.close()
+  emptyStore(integrity)
+}
 const out = { integrity: conn.pragma('integrity_check', { simple: true }), messages: {}, entries: {}, scalars: {} }
 const sid = conn.prepare('SELECT session_id FROM sessions WHERE key = ?').pluck()
 const msgs = conn.prepare('SELECT seq, message FROM messages WHERE session_id = ? ORDER BY seq')

@@ -19,7 +19,8 @@ pub use sessions::{ChatType, PolicyAction, QueueConfig, Scope, SendPolicyConfig,
 use crate::contract::{Contract, Rules};
 use crate::error::{Error, Result};
 use crate::keys::{normalize_agent_id, KeyModel, DEFAULT_AGENT_ID, MAX_KEY_LEN};
-use read::{floor_u32, floor_u64, Section};
+use read::Section;
+pub(crate) use read::{floor_u32, floor_u64, number_at};
 
 /// Longest `session.mainKey` accepted (bytes): leaves room for `agent:<64-char id>:` so that
 /// every main session key stays within [`MAX_KEY_LEN`].
@@ -31,6 +32,8 @@ pub struct Config {
     /// the gateway contract this config was read for (CONTRACT decides defaults and shapes)
     pub contract: Contract,
     pub scope: Scope,
+    /// `session.store`, trimmed (only reported as `sessions.list`'s `path`)
+    pub store: Option<String>,
     /// trimmed, lower-cased, empty → `main`
     pub main_key: String,
     pub send_policy: Option<SendPolicyConfig>,
@@ -62,6 +65,11 @@ pub struct Config {
     /// 2026.9: `session.outbox.completionRetry.{firstMs, maxMs, expireMs}`, the retry window
     /// of a sub-agent completion (default 15 s, 5 min, 30 min)
     pub completion_retry_ms: (u64, u64, u64),
+    /// keys of the gateway config that moved to our settings and are still there
+    /// ([`crate::settings::effective_config`])
+    pub deprecated: Vec<crate::settings::Deprecated>,
+    /// our own settings as given (the fields above hold their effect)
+    pub settings: crate::settings::Settings,
     key_model: KeyModel,
 }
 
@@ -104,10 +112,17 @@ impl Config {
             Some(_) => return Err(session.bad("scope", r#"must be "per-sender" or "global""#)),
         };
         let main_key = sessions::read_main_key(&session)?;
+        let store = session.trimmed("store")?;
         let send_policy = sessions::read_send_policy(&session.section("sendPolicy")?)?;
         let a2a_session = session.section("agentToAgent")?;
         let max_ping_pong_turns = if rules.ping_pong_turns_configurable {
-            a2a_session.number("maxPingPongTurns")?.map_or(rules.ping_pong_turns, |n| floor_u32(n).min(5))
+            // The gateway's schema refuses anything but a whole number 0..5 (its run time clamps).
+            match a2a_session.number("maxPingPongTurns")? {
+                Some(n) if n.fract() != 0.0 || n > 5.0 => {
+                    return Err(a2a_session.bad("maxPingPongTurns", "must be a whole number from 0 to 5"))
+                }
+                n => n.map_or(rules.ping_pong_turns, floor_u32),
+            }
         } else {
             rules.ping_pong_turns
         };
@@ -155,6 +170,7 @@ impl Config {
         Ok(Config {
             contract,
             scope,
+            store,
             main_key: key_model.main_key().to_string(),
             send_policy,
             max_ping_pong_turns,
@@ -174,6 +190,8 @@ impl Config {
             outbox_max_attempts,
             outbox_backoff_ms,
             completion_retry_ms,
+            deprecated: Vec::new(),
+            settings: Default::default(),
             key_model,
         })
     }
@@ -205,6 +223,19 @@ impl Config {
     }
 
     /// The `agents.list[]` entry with this (normalized) id.
+    /// The agents whose sessions the gateway lists (it reads only their stores): with an
+    /// `agents.list`, its ids and the default agent; without one, every agent (`None`).
+    pub fn listed_agents(&self) -> Option<Vec<String>> {
+        let mut ids: Vec<String> = self.agents.iter().map(|a| a.id.clone()).collect();
+        if ids.is_empty() {
+            return None;
+        }
+        ids.push(self.default_agent_id().to_owned());
+        ids.sort();
+        ids.dedup();
+        Some(ids)
+    }
+
     pub fn agent(&self, agent_id: &str) -> Option<&AgentConfig> {
         let id = normalize_agent_id(agent_id);
         self.agents.iter().find(|a| a.id == id)

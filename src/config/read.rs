@@ -129,7 +129,7 @@ pub(super) fn string_at<'a>(v: Option<&'a Value>, path: &str) -> Result<Option<&
 }
 
 /// A finite, non-negative number.
-pub(super) fn number_at(v: Option<&Value>, path: &str) -> Result<Option<f64>> {
+pub(crate) fn number_at(v: Option<&Value>, path: &str) -> Result<Option<f64>> {
     match v {
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
@@ -141,10 +141,10 @@ pub(super) fn number_at(v: Option<&Value>, path: &str) -> Result<Option<f64>> {
 }
 
 /// Floors a finite non-negative number; `as` saturates, so huge values become the maximum.
-pub(super) fn floor_u64(n: f64) -> u64 {
+pub(crate) fn floor_u64(n: f64) -> u64 {
     n.floor() as u64
 }
 
-pub(super) fn floor_u32(n: f64) -> u32 {
+pub(crate) fn floor_u32(n: f64) -> u32 {
     n.floor() as u32
 }

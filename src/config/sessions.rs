@@ -131,7 +131,9 @@ fn read_rule(rule: Section<'_>) -> Result<SendPolicyRule> {
         // a `null` rule is no rule at all, not a match-everything allow
         return Err(invalid(&rule.path, "must be an object"));
     }
-    let action = read_action(&rule, "action")?.unwrap_or_default();
+    // Required, as the gateway's schema has it (it refuses a config with a rule without one).
+    let action =
+        read_action(&rule, "action")?.ok_or_else(|| rule.bad("action", r#"is required: "allow" or "deny""#))?;
     let matcher = rule.section("match")?;
     let channel = matcher.lowered("channel")?.filter(|c| !c.is_empty());
     let chat_type = match matcher.string("chatType")?.map(js_trim).filter(|t| !t.is_empty()) {

@@ -133,9 +133,10 @@ pub(super) fn sessions_by_agent(
 }
 
 /// Exports `store` as a gateway state folder at `dir` (API.md §5). `state_dir` is where the
-/// folder will be used from when it is moved into place (default: `dir` itself): a topic
-/// session's `sessionFile` is written as an absolute path below it, as the gateway records it
-/// (the 2026.1 gateway opens `sessionFile` as given, so a relative one would be read against its
+/// folder will be used from when it is moved into place (default: `dir` itself): each session's
+/// `sessionFile` is written as an absolute path below it, as the gateway records it on every
+/// entry (its `sessions.list` titles and previews, and a topic's runs, find the transcript only
+/// through it; the 2026.1 gateway opens it as given, so a relative one would be read against its
 /// working directory).
 pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path, state_dir: Option<&Path>) -> Result<ExportReport> {
     let mut b = fs::DirBuilder::new();
@@ -183,9 +184,9 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path, state_dir: Opt
                         report.messages += n;
                     }
                 }
-                // The gateway finds `<sessionId>.jsonl` beside the store by itself; any other name
-                // (a topic's) only through `sessionFile`.
-                if let Some(file) = written.get(&sid).filter(|f| **f != format!("{sid}.jsonl")) {
+                // As the gateway records it on every entry: its `sessions.list` (titles, previews)
+                // and a topic's runs find the transcript only through `sessionFile`.
+                if let Some(file) = written.get(&sid) {
                     let path = target_sessions.join(file).to_string_lossy().into_owned();
                     e.insert("sessionFile".into(), Value::from(path));
                 }

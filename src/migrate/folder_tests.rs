@@ -579,6 +579,6 @@ fn a_topic_sessions_file_is_written_for_the_folder_it_will_be_used_from() {
         "/srv/gateway/state/agents/main/sessions/t-topic-42.jsonl"
     );
     assert!(out.join("agents/main/sessions/t-topic-42.jsonl").is_file());
-    // the gateway finds `<sessionId>.jsonl` beside its store without one
-    assert_eq!(written["agent:main:main"].get("sessionFile"), None);
+    // every session has one, as the gateway records it (its listing finds transcripts only so)
+    assert_eq!(written["agent:main:main"]["sessionFile"], "/srv/gateway/state/agents/main/sessions/m.jsonl");
 }

@@ -17,13 +17,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::resync::{stored_lines, sync_plan, Sync};
 use super::{encode_uri_component, inside, json5, jsonl, relative, topic_of, Resolved, Skipped};
 use crate::entry::{self, Entry, MAX_SESSION_ID_LEN};
 use crate::error::{Error, Result};
 use crate::keys::{normalize_agent_id, parse_agent_key, KeyModel};
 use crate::mirror::is_safe_file_id;
 use crate::store::bulk::SubagentRunRow;
-use crate::store::transcripts::{EntryBody, NewEntry, StoredEntry};
+use crate::store::transcripts::NewEntry;
 use crate::store::Store;
 
 pub use super::report::{ImportReport, Layout, LayoutCounts, Merged};
@@ -458,72 +459,6 @@ impl Importer<'_> {
         self.report.add(Layout::Json, 0, 0, added, 0);
         Ok(())
     }
-}
-
-/// What a re-import does with a transcript the store already has entries of.
-enum Sync {
-    /// the file holds nothing the store lacks
-    Nothing,
-    /// the stored entries begin the file: add the file's entries from this index
-    Append(usize),
-    /// the file was rewritten: replace the stored transcript with it
-    Replace,
-}
-
-/// Whether an entry read from a file is the stored one: by id when it has one, else by content.
-fn same_entry(read: &NewEntry, stored: &StoredEntry) -> bool {
-    if let Some(id) = &read.id {
-        return *id == stored.id && read.body.is_message() == stored.body.is_message();
-    }
-    match (&read.body, &stored.body) {
-        (EntryBody::Message { message: a, .. }, EntryBody::Message { message: b, .. }) => a == b,
-        (EntryBody::Other { entry: a, .. }, EntryBody::Other { entry: b, .. }) => a == b,
-        _ => false,
-    }
-}
-
-/// Compares the file's entries with the stored ones (read only when there are some).
-fn sync_plan(db: &crate::store::Db<'_>, sid: &str, file: &[NewEntry]) -> Result<Sync> {
-    if db.entry_count(sid)? == 0 {
-        return Ok(if file.is_empty() { Sync::Nothing } else { Sync::Append(0) });
-    }
-    let (mut matched, mut diverged, mut stored_n) = (0usize, false, 0usize);
-    db.each_entry(sid, |e| {
-        stored_n += 1;
-        if !diverged {
-            match file.get(matched) {
-                Some(read) if same_entry(read, &e) => matched += 1,
-                Some(_) => diverged = true,
-                None => {}
-            }
-        }
-        Ok(())
-    })?;
-    Ok(if diverged {
-        Sync::Replace
-    } else if matched == stored_n && file.len() > matched {
-        Sync::Append(matched)
-    } else {
-        // Everything the file holds is stored (and perhaps more appended here since).
-        Sync::Nothing
-    })
-}
-
-/// The mirror lines of entries just written where `at` says.
-fn stored_lines(at: &crate::store::transcripts::Appended, added: &[NewEntry], now: i64) -> Vec<String> {
-    let mut parent = at.first_parent.clone();
-    let mut lines = Vec::with_capacity(added.len());
-    for (i, e) in added.iter().enumerate() {
-        let seq = at.first_seq + i as i64;
-        let (id, parent_id) = match &e.id {
-            Some(id) => (id.clone(), e.parent_id.clone()),
-            None => (crate::store::transcripts::seq_id(seq), parent.clone()),
-        };
-        let stored = StoredEntry { seq, id: id.clone(), parent_id, body: e.body.clone() };
-        lines.push(crate::mirror::entry_line(&stored, now));
-        parent = Some(id);
-    }
-    lines
 }
 
 /// A registry record of `runs.json` (§6.4, §6.6) as a `subagent_runs` row holding the API.md §4

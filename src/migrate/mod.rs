@@ -12,6 +12,7 @@ pub mod import;
 pub mod json5;
 pub mod jsonl;
 pub mod report;
+pub mod resync;
 pub mod sqlite9;
 
 use std::path::{Path, PathBuf};

@@ -69,7 +69,11 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
     };
     let contract =
         Contract::from_option(&to_json_exact(env, get("contract")?, "options.contract")?, "options.contract")?;
-    let config = Config::from_json_for(&to_json(env, get("config")?, "config")?, contract.unwrap_or_default())?;
+    let config = crate::settings::effective_config(
+        &to_json(env, get("config")?, "config")?,
+        &to_json(env, get("settings")?, "settings")?,
+        contract.unwrap_or_default(),
+    )?;
     let mut functions = Vec::new();
     for name in ["runAgent", "deliver", "onEvent", "steer", "abortRun"] {
         if let Some(v) = get(name)? {
@@ -165,20 +169,34 @@ impl SessionTools {
         spawn_async(env, work)
     }
 
-    /// Swaps the config (same validation as `open`); `options.contract` switches the contract
-    /// (omitted: the current one stays); throws `INVALID_CONFIG` and keeps the old config on
-    /// error.
-    #[napi(ts_args_type = "config: GatewayConfig | null | undefined, options?: { contract?: Contract }")]
-    pub fn set_config(&self, env: &Env, config: Option<Unknown<'_>>, options: Option<Unknown<'_>>) -> napi::Result<()> {
-        let current = self.engine.config().contract;
-        let cfg = to_json(env, options, "options")
-            .and_then(|o| Contract::from_option(o.get("contract").unwrap_or(&Value::Null), "options.contract"))
-            .and_then(|c| Ok((c.unwrap_or(current), to_json(env, config, "config")?)))
-            .map_err(|e| CoreError::invalid_config(e.message().to_owned()))
-            .and_then(|(c, v)| Config::from_json_for(&v, c));
+    /// Swaps the config (same validation as `open`); `settings` are our own settings (omitted:
+    /// the ones in force stay), and its `contract` key switches the contract (omitted: the
+    /// current one stays); throws `INVALID_CONFIG` and keeps the old config on error.
+    #[napi(ts_args_type = "config: GatewayConfig | null | undefined, settings?: Settings & { contract?: Contract }")]
+    pub fn set_config(
+        &self,
+        env: &Env,
+        config: Option<Unknown<'_>>,
+        settings: Option<Unknown<'_>>,
+    ) -> napi::Result<()> {
+        let given = |v: Option<Unknown<'_>>, what| {
+            to_json(env, v, what).map_err(|e| CoreError::invalid_config(e.message().to_owned()))
+        };
+        let settings = settings.filter(|s| s.get_type().is_ok_and(|t| t != ValueType::Undefined));
+        let cfg = given(config, "config").and_then(|c| {
+            let mut s = settings.map(|s| given(Some(s), "settings")).transpose()?;
+            // `contract` rides along with the settings; it is not one of them
+            let contract = match s.as_mut().and_then(Value::as_object_mut).and_then(|o| o.remove("contract")) {
+                Some(v) => Contract::from_option(&v, "settings.contract")
+                    .map_err(|e| CoreError::invalid_config(e.message().to_owned()))?,
+                None => None,
+            };
+            let s = s.filter(|v| !v.as_object().is_some_and(|o| o.is_empty()) || contract.is_none());
+            crate::settings::next_config(&self.engine.config(), &c, s.as_ref(), contract)
+        });
         match cfg {
             Ok(c) => {
-                self.engine.set_config(c);
+                self.orch.set_config(c);
                 Ok(())
             }
             Err(e) => Err(js_error(env, &e)),

@@ -123,7 +123,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_owner ON task_runs_2026_9 (owner_key, created_at DESC);
     CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_child ON task_runs_2026_9 (child_session_key) WHERE child_session_key IS NOT NULL;
     "#,
-    // 5 (orch9, issue 14): the live task ledger behind the `subagents` tool: the columns are
+    // 5 (fidelity, issue 12): the ids read from transcript files, so that an id given to an
+    // appended entry is never one of them (appended messages, envelope NULL, stay out of the
+    // index); IF NOT EXISTS, so its place among the migrations does not matter.
+    r#"
+    CREATE INDEX IF NOT EXISTS messages_by_read_id ON messages (session_id, entry_id) WHERE envelope IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS transcript_entries_by_id ON transcript_entries (session_id, entry_id);
+    "#,
+    // 6 (orch9, issue 14): the live task ledger behind the `subagents` tool: the columns are
     // projections of `record`, the whole 2026.9 task row as camelCase JSON. IF NOT EXISTS, so its
     // place among the migrations does not matter.
     r#"
@@ -145,7 +152,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS task_runs_by_owner ON task_runs (owner_key, created_at DESC);
     CREATE INDEX IF NOT EXISTS task_runs_by_child ON task_runs (child_session_key);
     "#,
-    // 6 (orch9, issue 14): persisted `sessions_yield` waits.
+    // 7 (orch9, issue 14): persisted `sessions_yield` waits.
     r#"
     CREATE TABLE IF NOT EXISTS yields (
         yield_id       TEXT PRIMARY KEY NOT NULL,

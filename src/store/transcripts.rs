@@ -6,8 +6,11 @@
 //! `transcript_entries`, kept for export and never shown as messages.
 //!
 //! Every entry has an id and a parent link, as in the gateway's version-3 transcripts: an entry
-//! appended without an id gets `%08x` of its sequence number and the id of the entry before it as
-//! its parent (rows written before ids were stored read the same way).
+//! appended without an id gets `%08x` of its sequence number (with a `-<n>` suffix in the rare case
+//! that an id read from a file already has that form) and the id of the entry before it as its
+//! parent (rows written before ids were stored read the same way). Ids are unique in a
+//! transcript: sequence numbers are, and a generated id is checked against the ids read from
+//! files only when the transcript has any (an index lookup).
 
 use rusqlite::params;
 
@@ -82,11 +85,13 @@ pub struct StoredEntry {
     pub body: EntryBody,
 }
 
-/// Where an append started: the sequence number of its first entry and that entry's parent.
+/// Where an append went: the sequence number of its first entry, that entry's parent, and the
+/// ids the entries got, in order (each the parent of the next).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Appended {
     pub first_seq: i64,
     pub first_parent: Option<String>,
+    pub ids: Vec<String>,
 }
 
 /// The id an entry appended without one gets: its sequence number as 8 hex digits.
@@ -129,9 +134,55 @@ impl Db<'_> {
         Ok(best)
     }
 
+    /// Whether an id was read from a file into this transcript.
+    fn id_was_read(&self, session_id: &str, id: &str) -> Result<bool> {
+        // INDEXED BY: without statistics the planner would walk the transcript by its key.
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
+                 WHERE session_id = ?1 AND entry_id = ?2 AND envelope IS NOT NULL) \
+                 OR EXISTS (SELECT 1 FROM transcript_entries INDEXED BY transcript_entries_by_id \
+                 WHERE session_id = ?1 AND entry_id = ?2)",
+            )
+            .map_err(sql)?;
+        st.query_row(params![session_id, id], |r| r.get(0)).map_err(sql)
+    }
+
+    /// Whether the transcript holds anything read from a file (whose ids a generated one must
+    /// avoid).
+    fn has_read_entries(&self, session_id: &str) -> Result<bool> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
+                 WHERE session_id = ?1 AND envelope IS NOT NULL) \
+                 OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = ?1)",
+            )
+            .map_err(sql)?;
+        st.query_row([session_id], |r| r.get(0)).map_err(sql)
+    }
+
+    /// The id an entry appended without one gets at `seq`.
+    fn generated_id(&self, session_id: &str, seq: i64, check: bool) -> Result<String> {
+        let base = seq_id(seq);
+        if !check || !self.id_was_read(session_id, &base)? {
+            return Ok(base);
+        }
+        let mut n = 1u32;
+        loop {
+            let id = format!("{base}-{n}");
+            if !self.id_was_read(session_id, &id)? {
+                return Ok(id);
+            }
+            n += 1;
+        }
+    }
+
     /// Appends entries after the last one, in order.
     pub fn append_entries(&self, session_id: &str, entries: &[NewEntry]) -> Result<Appended> {
         let (mut seq, mut prev) = self.last_entry(session_id)?;
+        let check = entries.iter().any(|e| e.id.is_none()) && self.has_read_entries(session_id)?;
         let mut msg = self
             .conn
             .prepare_cached(
@@ -146,16 +197,17 @@ impl Db<'_> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .map_err(sql)?;
-        let mut appended = Appended { first_seq: seq + 1, first_parent: None };
+        let mut appended = Appended { first_seq: seq + 1, first_parent: None, ids: Vec::with_capacity(entries.len()) };
         for (i, e) in entries.iter().enumerate() {
             seq += 1;
             let (id, parent) = match &e.id {
                 Some(id) => (id.clone(), e.parent_id.clone()),
-                None => (seq_id(seq), prev.clone()),
+                None => (self.generated_id(session_id, seq, check)?, prev.clone()),
             };
             if i == 0 {
                 appended.first_parent = parent.clone();
             }
+            appended.ids.push(id.clone());
             match &e.body {
                 EntryBody::Message { role, message, envelope } => {
                     msg.execute(params![session_id, seq, role, message, id, parent, envelope]).map_err(sql)?

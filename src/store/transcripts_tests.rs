@@ -58,11 +58,11 @@ fn entries_that_are_not_messages_are_kept_in_order_but_never_read_as_messages() 
 fn appends_after_an_entry_with_an_id_chain_to_it_and_report_where_they_went() {
     let s = Store::open(":memory:").unwrap();
     let first = s.write(|db| db.append_entries("sid", &[other("root", None, "model_change")])).unwrap();
-    assert_eq!(first, Appended { first_seq: 1, first_parent: None });
+    assert_eq!(first, Appended { first_seq: 1, first_parent: None, ids: vec!["root".into()] });
     let at = s
         .write(|db| db.append_messages("sid", &[(Some("user".into()), r#"{"role":"user","content":"x"}"#.into())]))
         .unwrap();
-    assert_eq!(at, Appended { first_seq: 2, first_parent: Some("root".into()) });
+    assert_eq!(at, Appended { first_seq: 2, first_parent: Some("root".into()), ids: vec!["00000002".into()] });
 }
 
 #[test]
@@ -95,5 +95,51 @@ fn rows_stored_before_ids_were_kept_read_with_the_ids_the_mirror_gave_them() {
     let got = all(&s, "old");
     assert_eq!((got[1].id.as_str(), got[1].parent_id.as_deref()), ("00000002", Some("00000001")));
     let at = s.write(|db| db.append_messages("old", &[(None, "{}".into())])).unwrap();
-    assert_eq!(at, Appended { first_seq: 3, first_parent: Some("00000002".into()) });
+    assert_eq!(at, Appended { first_seq: 3, first_parent: Some("00000002".into()), ids: vec!["00000003".into()] });
+}
+
+#[test]
+fn a_generated_id_never_repeats_an_id_read_from_a_file() {
+    // A file (our own export of another store, compacted by the gateway) already holds ids of
+    // the form the numbering gives; after it replaces the transcript, appends avoid them.
+    let s = Store::open(":memory:").unwrap();
+    let read = |id: &str, parent: Option<&str>| NewEntry {
+        id: Some(id.into()),
+        parent_id: parent.map(str::to_owned),
+        body: EntryBody::Message { role: Some("user".into()), message: "{}".into(), envelope: Some("{}".into()) },
+    };
+    s.write(|db| db.replace_transcript("sid", &[read("00000003", None), read("00000004", Some("00000003"))])).unwrap();
+    let at = s.write(|db| db.append_messages("sid", &[(None, "{}".into()), (None, "{}".into())])).unwrap();
+    assert_eq!(at.ids, ["00000003-1", "00000004-1"]);
+    assert_eq!(at.first_parent.as_deref(), Some("00000004"));
+    let ids: Vec<String> = all(&s, "sid").into_iter().map(|e| e.id).collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    // a transcript with nothing read from a file never looks ids up
+    let plain = s.write(|db| db.append_messages("other", &[(None, "{}".into())])).unwrap();
+    assert_eq!(plain.ids, ["00000001"]);
+}
+
+#[test]
+fn the_lookups_of_read_ids_search_an_index_not_the_transcript() {
+    let s = Store::open(":memory:").unwrap();
+    let p = s
+        .read(|db| {
+            let mut st = db
+                .conn
+                .prepare(
+                    "EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
+                     WHERE session_id = 'a' AND entry_id = 'b' AND envelope IS NOT NULL) \
+                     OR EXISTS (SELECT 1 FROM transcript_entries INDEXED BY transcript_entries_by_id \
+                     WHERE session_id = 'a' AND entry_id = 'b')",
+                )
+                .map_err(crate::store::sql)?;
+            let rows = st.query_map([], |r| r.get::<_, String>(3)).map_err(crate::store::sql)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(crate::store::sql)?.join("; "))
+        })
+        .unwrap();
+    assert!(p.contains("USING INDEX messages_by_read_id (session_id=? AND entry_id=?)"), "{p}");
+    assert!(p.contains("INDEX transcript_entries_by_id (session_id=? AND entry_id=?)"), "{p}");
 }

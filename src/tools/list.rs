@@ -68,6 +68,11 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
                     .collect(),
             )
         };
+        // Only the agents the gateway lists at all (its `agents.list`, when there is one).
+        let allowed = match (allowed, cfg.listed_agents()) {
+            (Some(a), Some(listed)) => Some(a.into_iter().filter(|x| listed.contains(x)).collect()),
+            (a, listed) => a.or(listed),
+        };
         let filter = ListFilter {
             include_global: !restricted && km.is_global_scope(),
             include_unknown: false,
