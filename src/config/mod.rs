@@ -29,7 +29,7 @@ pub const MAX_MAIN_KEY_LEN: usize = MAX_KEY_LEN - 96;
 /// The whole typed config.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// the gateway contract this config was read for (CONTRACT decides defaults and shapes)
+    /// the gateway contract this config was read for (it decides defaults and shapes)
     pub contract: Contract,
     pub scope: Scope,
     /// `session.store`, trimmed (only reported as `sessions.list`'s `path`)
@@ -51,6 +51,8 @@ pub struct Config {
     /// `agents.defaults.sandbox.sessionToolsVisibility`, default spawned
     pub sandbox_visibility: Visibility,
     pub subagents: SubagentDefaults,
+    /// `agents.defaults.model` (a string, or `{primary}`)
+    pub default_model: Option<String>,
     pub agents: Vec<AgentConfig>,
     /// `agents.ownership` (2026.9): `explicit` or absent
     pub agents_ownership_explicit: bool,
@@ -58,6 +60,9 @@ pub struct Config {
     pub models: ModelCatalog,
     /// `session.history.maxChars`
     pub history_max_chars: Option<u64>,
+    /// `logging.redactPatterns`: masked in 2026.9 history besides the built-in patterns (as
+    /// literal text, not regular expressions)
+    pub history_redact_patterns: Vec<String>,
     /// `session.outbox.maxAttempts`, default 5, min 1
     pub outbox_max_attempts: u32,
     /// `session.outbox.backoffMs`, default 1000
@@ -115,8 +120,9 @@ impl Config {
         let store = session.trimmed("store")?;
         let send_policy = sessions::read_send_policy(&session.section("sendPolicy")?)?;
         let a2a_session = session.section("agentToAgent")?;
+        // The gateway's schema refuses anything but a whole number 0..5 (its run time clamps);
+        // 2026.9 has no such key (a constant).
         let max_ping_pong_turns = if rules.ping_pong_turns_configurable {
-            // The gateway's schema refuses anything but a whole number 0..5 (its run time clamps).
             match a2a_session.number("maxPingPongTurns")? {
                 Some(n) if n.fract() != 0.0 || n > 5.0 => {
                     return Err(a2a_session.bad("maxPingPongTurns", "must be a whole number from 0 to 5"))
@@ -153,6 +159,7 @@ impl Config {
         let defaults = agents.section("defaults")?;
         let default_timeout_seconds = defaults.number("timeoutSeconds")?.map_or(600, |n| floor_u64(n).max(1));
         let sandbox_visibility = agents::read_visibility(&defaults.section("sandbox")?)?.unwrap_or_default();
+        let default_model = defaults.model("model")?;
         let subagents = agents::read_subagent_defaults(&defaults.section("subagents")?, rules)?;
         let agent_list = agents::read_agents(&agents, rules)?;
         let agents_ownership_explicit = rules.agents_entries && agents.lowered("ownership")?.is_some();
@@ -163,6 +170,7 @@ impl Config {
             .map_or(DEFAULT_AGENT_ID, |a| a.id.as_str())
             .to_string();
 
+        let history_redact_patterns = root.section("logging")?.strings("redactPatterns")?.unwrap_or_default();
         let queue = sessions::read_queue(&root.section("messages")?.section("queue")?)?;
         let models = models::read_catalog(&root.section("models")?.section("providers")?)?;
 
@@ -182,11 +190,13 @@ impl Config {
             default_timeout_seconds,
             sandbox_visibility,
             subagents,
+            default_model,
             agents: agent_list,
             agents_ownership_explicit,
             queue,
             models,
             history_max_chars,
+            history_redact_patterns,
             outbox_max_attempts,
             outbox_backoff_ms,
             completion_retry_ms,
@@ -223,6 +233,11 @@ impl Config {
     }
 
     /// The `agents.list[]` entry with this (normalized) id.
+    pub fn agent(&self, agent_id: &str) -> Option<&AgentConfig> {
+        let id = normalize_agent_id(agent_id);
+        self.agents.iter().find(|a| a.id == id)
+    }
+
     /// The agents whose sessions the gateway lists (it reads only their stores): with an
     /// `agents.list`, its ids and the default agent; without one, every agent (`None`).
     pub fn listed_agents(&self) -> Option<Vec<String>> {
@@ -234,11 +249,6 @@ impl Config {
         ids.sort();
         ids.dedup();
         Some(ids)
-    }
-
-    pub fn agent(&self, agent_id: &str) -> Option<&AgentConfig> {
-        let id = normalize_agent_id(agent_id);
-        self.agents.iter().find(|a| a.id == id)
     }
 
     /// DECISIONS.md: the per-agent `sandbox.sessionToolsVisibility` wins over the default.

@@ -56,7 +56,7 @@ impl ChatType {
 /// One `session.sendPolicy.rules[]` entry, normalized (§7.1 step 6).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SendPolicyRule {
-    /// missing action → allow (REFERENCE.md §7.1); an action outside allow|deny is refused
+    /// required (the gateway's schema refuses a rule without one); outside allow|deny is refused
     pub action: PolicyAction,
     /// trimmed, lower-cased; None when absent or empty
     pub channel: Option<String>,

@@ -72,7 +72,7 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
     let config = crate::settings::effective_config(
         &to_json(env, get("config")?, "config")?,
         &to_json(env, get("settings")?, "settings")?,
-        contract.unwrap_or_default(),
+        contract,
     )?;
     let mut functions = Vec::new();
     for name in ["runAgent", "deliver", "onEvent", "steer", "abortRun"] {
@@ -169,10 +169,9 @@ impl SessionTools {
         spawn_async(env, work)
     }
 
-    /// Swaps the config (same validation as `open`); `settings` are our own settings (omitted:
-    /// the ones in force stay), and its `contract` key switches the contract (omitted: the
-    /// current one stays); throws `INVALID_CONFIG` and keeps the old config on error.
-    #[napi(ts_args_type = "config: GatewayConfig | null | undefined, settings?: Settings & { contract?: Contract }")]
+    /// Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
+    /// config on error.
+    #[napi(ts_args_type = "config: GatewayConfig | null | undefined, settings?: Settings")]
     pub fn set_config(
         &self,
         env: &Env,
@@ -184,15 +183,8 @@ impl SessionTools {
         };
         let settings = settings.filter(|s| s.get_type().is_ok_and(|t| t != ValueType::Undefined));
         let cfg = given(config, "config").and_then(|c| {
-            let mut s = settings.map(|s| given(Some(s), "settings")).transpose()?;
-            // `contract` rides along with the settings; it is not one of them
-            let contract = match s.as_mut().and_then(Value::as_object_mut).and_then(|o| o.remove("contract")) {
-                Some(v) => Contract::from_option(&v, "settings.contract")
-                    .map_err(|e| CoreError::invalid_config(e.message().to_owned()))?,
-                None => None,
-            };
-            let s = s.filter(|v| !v.as_object().is_some_and(|o| o.is_empty()) || contract.is_none());
-            crate::settings::next_config(&self.engine.config(), &c, s.as_ref(), contract)
+            let s = settings.map(|s| given(Some(s), "settings")).transpose()?;
+            crate::settings::next_config(&self.engine.config(), &c, s.as_ref())
         });
         match cfg {
             Ok(c) => {
@@ -490,7 +482,7 @@ impl SessionTools {
     #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "ToolDefinition[]")]
     pub fn tool_definitions<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx = to_json(env, ctx, "ctx").and_then(|c| ToolContext::from_json(&c)).map_err(|e| js_error(env, &e))?;
-        let defs = Value::Array(tools::definitions(&self.engine, &ctx));
+        let defs = Value::Array(tools::definitions_for(&self.engine, &ctx));
         from_json_text(env, &defs.to_string())
     }
 
@@ -515,10 +507,12 @@ impl SessionTools {
     pub fn create_tools<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx_json = to_json(env, ctx, "ctx").map_err(|e| js_error(env, &e))?;
         let parsed = ToolContext::from_json(&ctx_json).map_err(|e| js_error(env, &e))?;
+        let config = self.engine.config();
+        let rules = config.rules();
         let offered = tools::available(&self.engine, &parsed);
         let mut arr = env.create_array(offered.len() as u32)?;
         for (i, tool) in offered.into_iter().enumerate() {
-            let obj_val = from_json_text(env, &tool.definition().to_string())?;
+            let obj_val = from_json_text(env, &tools::definition_for(rules, tool).to_string())?;
             let mut obj: Object = unsafe { Object::from_napi_value(env.raw(), obj_val.raw()) }?;
             let orch = self.orch.clone();
             let ctx_json = ctx_json.clone();

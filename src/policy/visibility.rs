@@ -18,7 +18,8 @@
 //! Pure: the caller reads the rows and passes the fields that matter. Never touches the store.
 
 use crate::config::{AgentToAgentConfig, Config, SessionVisibility, Visibility};
-use crate::keys::{is_acp_key, is_subagent_key, js_trim, normalize_agent_id, parse_agent_key};
+use crate::keys::{js_trim, normalize_agent_id};
+use crate::keys9;
 use crate::policy::a2a::{self, A2aDecision};
 use crate::policy::sandbox;
 
@@ -197,7 +198,7 @@ impl Viewer {
         let owned = self.owns(t) || (tree && t.agent == self.agent && self.is_main());
         let cross_agent = t.agent != self.agent;
         let tree_or_all = matches!(self.mode, SessionVisibility::Tree | SessionVisibility::All);
-        if !own_session && owned && tree_or_all && (!cross_agent || is_acp_key(t.key) || is_subagent_key(t.key)) {
+        if !own_session && owned && tree_or_all && (!cross_agent || keys9::is_acp(t.key) || keys9::is_subagent(t.key)) {
             return Ok(());
         }
         if cross_agent {
@@ -241,9 +242,11 @@ impl Viewer {
     }
 }
 
-/// The target of a key: its agent from the key, else the configured default agent.
+/// The agent of a key as 2026.9 reads it: its agent from the key, else the configured
+/// default agent (a malformed `agent:` key too: callers skip those rows first).
 pub fn target_agent(cfg: &Config, key: &str) -> String {
-    parse_agent_key(key).map_or_else(|| cfg.key_model().default_agent().to_string(), |k| k.agent_id)
+    let default = cfg.key_model().default_agent();
+    keys9::agent_of(key, default).unwrap_or_else(|| default.to_string())
 }
 
 #[cfg(test)]

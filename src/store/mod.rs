@@ -9,6 +9,7 @@
 //! keys and finished entries.
 
 pub mod bulk;
+pub mod inventory;
 pub mod oc9_read;
 pub mod oc9_write;
 pub mod outbox;
@@ -19,6 +20,7 @@ pub mod subagents;
 pub mod tasks;
 pub mod tasks9;
 pub mod transcripts;
+pub mod windows;
 pub mod yields;
 
 use std::path::{Path, PathBuf};

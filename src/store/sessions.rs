@@ -189,7 +189,7 @@ impl Db<'_> {
             json,
         ])
         .map_err(sql)?;
-        Ok(())
+        self.put_inventory_facts(key, entry)
     }
 
     /// Removes the row of `key`; whether it existed.
