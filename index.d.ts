@@ -20,7 +20,12 @@ export interface GatewayConfig {
     /** @deprecated not a gateway key (the gateway refuses the file): use `settings.history` */
     history?: { maxChars?: number }
     /** @deprecated not a gateway key (the gateway refuses the file): use `settings.outbox` */
-    outbox?: { maxAttempts?: number; backoffMs?: number }
+    outbox?: {
+    maxAttempts?: number
+    backoffMs?: number
+    /** 2026.9: a sub-agent completion's retry window (default 15 000, 300 000, 1 800 000 ms), then blocked */
+    completionRetry?: { firstMs?: number; maxMs?: number; expireMs?: number }
+  }
     [key: string]: unknown
   }
   tools?: {
@@ -345,7 +350,12 @@ export interface Settings {
   /** `sessions_history`'s default `maxChars` (none: no character budget) */
   history?: { maxChars?: number }
   /** announce delivery retries: attempts (default 5, min 1) and the first backoff (default 1000 ms, doubling, max 60 000) */
-  outbox?: { maxAttempts?: number; backoffMs?: number }
+  outbox?: {
+    maxAttempts?: number
+    backoffMs?: number
+    /** 2026.9: a sub-agent completion's retry window (default 15 000, 300 000, 1 800 000 ms), then blocked */
+    completionRetry?: { firstMs?: number; maxMs?: number; expireMs?: number }
+  }
   /** the agent-to-agent chain budget (default 20 turns, DECISIONS.md #4) */
   agentToAgent?: { maxChainTurns?: number }
 }
