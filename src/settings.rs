@@ -30,6 +30,8 @@ pub struct Settings {
     pub max_chain_turns: Option<u32>,
     /// `ownership.leaseMs` (clamped to `owner::MIN_LEASE_MS..=owner::MAX_LEASE_MS`)
     pub lease_ms: Option<u64>,
+    /// `outbox.completionRetry.{firstMs, maxMs, expireMs}` (2026.9 completions)
+    pub completion_retry_ms: (Option<u64>, Option<u64>, Option<u64>),
 }
 
 /// A key of the gateway config that moved to the settings: where it was, where it goes.
@@ -84,7 +86,13 @@ impl Settings {
         let section =
             |key: &str, known: &[&str]| object(root.and_then(|r| r.get(key)), &format!("settings.{key}"), known);
         let history = section("history", &["maxChars"])?;
-        let outbox = section("outbox", &["maxAttempts", "backoffMs"])?;
+        let outbox = section("outbox", &["maxAttempts", "backoffMs", "completionRetry"])?;
+        let retry = object(
+            outbox.and_then(|o| o.get("completionRetry")),
+            "settings.outbox.completionRetry",
+            &["firstMs", "maxMs", "expireMs"],
+        )?;
+        let retry_ms = |k: &str| number(retry, "settings.outbox.completionRetry", k).map(|n| n.map(floor_u64));
         let a2a = section("agentToAgent", &["maxChainTurns"])?;
         let ownership = section("ownership", &["leaseMs"])?;
         Ok(Settings {
@@ -95,6 +103,7 @@ impl Settings {
             max_chain_turns: number(a2a, "settings.agentToAgent", "maxChainTurns")?.map(floor_u32),
             lease_ms: number(ownership, "settings.ownership", "leaseMs")?
                 .map(|n| floor_u64(n).clamp(crate::owner::MIN_LEASE_MS, crate::owner::MAX_LEASE_MS)),
+            completion_retry_ms: (retry_ms("firstMs")?, retry_ms("maxMs")?, retry_ms("expireMs")?),
         })
     }
 }
@@ -156,6 +165,9 @@ fn with_settings(config: &Value, s: Settings, contract: Contract) -> Result<Conf
     if let Some(v) = s.max_chain_turns {
         c.max_chain_turns = v;
     }
+    let (first, max, expire) = s.completion_retry_ms;
+    let current = c.completion_retry_ms;
+    c.completion_retry_ms = (first.unwrap_or(current.0), max.unwrap_or(current.1), expire.unwrap_or(current.2));
     c.deprecated = deprecated_in(config);
     c.settings = s;
     Ok(c)

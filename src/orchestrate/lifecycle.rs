@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 
 use super::outbox::Dispatcher;
 use super::state::Orchestrator;
-use super::subagents;
+use super::{subagents, yields};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Error;
@@ -48,6 +48,7 @@ impl Orchestrator {
         self.report_deprecated();
         self.take_lease().await?;
         subagents::recover(self).await?;
+        yields::recover(self).await?;
         let me: Arc<dyn Dispatcher> = self.clone();
         let weak: Weak<dyn Dispatcher> = Arc::downgrade(&me);
         self.outbox.start(weak);

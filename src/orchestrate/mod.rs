@@ -13,13 +13,16 @@
 
 pub mod announce_target;
 pub mod api;
+pub mod completion9;
 pub mod delivery;
 pub mod dispatch;
 pub mod lifecycle;
 pub mod outbox;
 pub mod ownership;
 pub mod prompts;
+pub mod prompts9;
 pub mod reply;
+pub mod retry9;
 pub mod runs;
 pub mod send;
 pub mod spawn;
@@ -27,7 +30,10 @@ pub mod state;
 pub mod stats;
 pub mod subagents;
 pub mod task;
+pub mod task_list;
+pub mod tasks;
 pub mod thinking;
+pub mod yields;
 
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,10 @@
 //! The outbox worker (DECISIONS.md #2): every announce is recorded before it is attempted
 //! ([`Outbox::enqueue`]), then attempted by one worker per open store, retried with backoff
 //! (`session.outbox.backoffMs`, doubling, at most 60 s) up to `session.outbox.maxAttempts`
-//! tries. A claim holds while the claimant store's lease does: a crashed or stopped store's
-//! items are taken over by another (API.md §1.7). One idempotency key per item, for all of its
-//! tries. What an attempt *does* is the [`Dispatcher`]'s business.
+//! tries (under the 2026.9 contract a sub-agent completion instead within its retry window,
+//! `retry9`, then blocked). A claim holds while the claimant store's lease does: a crashed or
+//! stopped store's items are taken over by another (API.md §1.7). One idempotency key per item,
+//! for all of its tries. What an attempt *does* is the [`Dispatcher`]'s business.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -12,7 +13,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+use super::retry9::RetryWindow;
 use super::task::blocking;
+use crate::contract::Contract;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::{Error, Result};
@@ -186,6 +189,16 @@ impl Outbox {
             Attempt::Delivered => ("delivered", now, None),
             Attempt::Skipped(why) => ("skipped", now, Some(why.clone())),
             Attempt::Failed(why) => ("failed", now, Some(why.clone())),
+            // 2026.9: a completion is retried within its window, then blocked
+            Attempt::Retry(why) if row.kind == SUBAGENT_ANNOUNCE && cfg.contract == Contract::V2026_9 => {
+                let (first_ms, max_ms, expire_ms) = cfg.completion_retry_ms;
+                let window = RetryWindow { first_ms, max_ms, expire_ms };
+                let jitter = f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 255.0;
+                match window.next_attempt(tries, row.created_at, now, jitter) {
+                    Some(at) => ("pending", at, Some(why.clone())),
+                    None => ("failed", now, Some(why.clone())),
+                }
+            }
             Attempt::Retry(why) if tries >= cfg.outbox_max_attempts => ("failed", now, Some(why.clone())),
             Attempt::Retry(why) => {
                 ("pending", now + backoff_after(tries, cfg.outbox_backoff_ms) as i64, Some(why.clone()))

@@ -18,9 +18,11 @@ pub mod runs;
 mod schema;
 pub mod sessions;
 pub mod subagents;
+pub mod tasks;
 pub mod tasks9;
 pub mod transcripts;
 pub mod windows;
+pub mod yields;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -23,12 +23,15 @@ pub struct OutboxRow {
     pub attempts: u32,
     pub next_attempt_at: i64,
     pub last_error: Option<String>,
+    /// when the item was recorded (ms): a completion's retry window starts here
+    pub created_at: i64,
 }
 
 /// The columns [`row`] reads, as a literal so that every statement stays one constant string.
 macro_rules! columns {
     () => {
-        "id, idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, last_error, owner, lease_until"
+        "id, idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, last_error, owner, lease_until, \
+         created_at"
     };
 }
 
@@ -65,6 +68,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<(OutboxRow, Option<String>, Option<i64>)
             attempts: r.get::<_, i64>(6)?.max(0) as u32,
             next_attempt_at: r.get(7)?,
             last_error: r.get(8)?,
+            created_at: r.get(11)?,
         },
         r.get(9)?,
         r.get(10)?,

@@ -31,7 +31,10 @@ async fn resume(orch: &Arc<Orchestrator>, on_open: bool) -> Result<()> {
     let e = orch.engine().clone();
     let records = blocking(move || e.store().read(|db| db.subagent_runs(None))).await?;
     for rec in records {
-        if rec.announce.status != "pending" {
+        // a child that asked for no completion (announce `skipped` from the start) is still
+        // waited for while it runs
+        let unasked_running = rec.announce.status == "skipped" && rec.ended_at.is_none();
+        if rec.announce.status != "pending" && !unasked_running {
             if on_open && rec.cleanup_completed_at.is_none() && rec.ended_at.is_some() {
                 finalize(orch, rec).await;
             }

@@ -36,6 +36,7 @@ pub use announce::attempt_announce;
 use announce_run::*;
 use archive::*;
 pub use cleanup::announce_settled;
+pub(crate) use cleanup::finalize;
 use cleanup::*;
 use completion::*;
 use drain::*;
