@@ -15,6 +15,7 @@ mod schema;
 pub mod sessions;
 pub mod subagents;
 pub mod transcripts;
+mod wal;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -26,6 +27,7 @@ use crate::error::{Error, ErrorCode, Result};
 
 pub use sessions::{ListFilter, ListedRow};
 pub use transcripts::HistoryPage;
+pub use wal::WAL_LIMIT_BYTES;
 
 thread_local! {
     /// Set while a job runs inline on the caller's thread (see [`inline`]).
@@ -117,6 +119,8 @@ pub struct Store {
     /// A second connection for reads (WAL lets it read while the writer writes); `None` for
     /// `:memory:`, whose reads go through the writer.
     reader: Option<Mutex<Option<Connection>>>,
+    /// The bound on the write-ahead log; `None` for `:memory:`.
+    wal: Option<wal::WalBound>,
 }
 
 impl Store {
@@ -125,13 +129,24 @@ impl Store {
     /// holding tables that are not ours, is refused with `STORE_ERROR` naming the path, and
     /// nothing is written to it.
     pub fn open(path: &str) -> Result<Store> {
+        Store::open_with_wal_limit(path, WAL_LIMIT_BYTES)
+    }
+
+    /// As [`open`](Self::open), with the write-ahead log bounded at `wal_limit` bytes.
+    pub(crate) fn open_with_wal_limit(path: &str, wal_limit: u64) -> Result<Store> {
         if path.contains('\0') {
             return Err(Error::store("cannot open the store: the path contains a NUL character"));
         }
         if path == ":memory:" {
             let conn = Connection::open_in_memory().map_err(|e| open_error(path, e))?;
             schema::prepare(&conn, path)?;
-            return Ok(Store { path: path.to_owned(), file: None, writer: Mutex::new(Some(conn)), reader: None });
+            return Ok(Store {
+                path: path.to_owned(),
+                file: None,
+                writer: Mutex::new(Some(conn)),
+                reader: None,
+                wal: None,
+            });
         }
         if path.trim().is_empty() {
             return Err(Error::store("cannot open the store: the path is empty"));
@@ -151,6 +166,8 @@ impl Store {
         let writer = Connection::open_with_flags(&file, flags).map_err(|e| open_error(path, e))?;
         writer.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
         schema::prepare(&writer, path)?;
+        let wal = wal::WalBound::new(&file, wal_limit);
+        wal.configure(&writer).map_err(|e| open_error(path, e))?;
         let reader = Connection::open_with_flags(
             &file,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
@@ -162,6 +179,7 @@ impl Store {
             file: Some(file),
             writer: Mutex::new(Some(writer)),
             reader: Some(Mutex::new(Some(reader))),
+            wal: Some(wal),
         })
     }
 
@@ -224,6 +242,13 @@ impl Store {
     pub fn write_then<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>, after: impl FnOnce(&T)) -> Result<T> {
         let mut guard = lock_conn(&self.writer)?;
         let conn = guard.as_mut().ok_or_else(Error::closed)?;
+        if let Some(w) = self.wal.as_ref().filter(|w| w.is_due()) {
+            // It waits for readers: never on the JS thread.
+            if inline_mode() {
+                return Err(would_block());
+            }
+            w.checkpoint(conn, BUSY_TIMEOUT);
+        }
         if inline_mode() {
             // One try that never waits for another process's write lock: BUSY → the worker.
             let _ = conn.busy_timeout(Duration::ZERO);
@@ -233,6 +258,7 @@ impl Store {
                 Ok(v) => {
                     WROTE.with(|c| c.set(true));
                     after(&v);
+                    self.committed();
                     Ok(v)
                 }
                 Err(TxError::Busy(_)) => Err(would_block()),
@@ -251,10 +277,23 @@ impl Store {
                 Err(TxError::Other(e)) => return Err(e),
                 Ok(v) => {
                     after(&v);
+                    self.committed();
                     return Ok(v);
                 }
             }
         }
+    }
+
+    /// After each commit: keeps the write-ahead log bounded (never waits; see `wal`).
+    fn committed(&self) {
+        if let Some(w) = &self.wal {
+            w.after_commit();
+        }
+    }
+
+    /// How many times the write-ahead log was truncated by a checkpoint that waited for readers.
+    pub fn wal_truncations(&self) -> u64 {
+        self.wal.as_ref().map(wal::WalBound::truncations).unwrap_or(0)
     }
 
     /// Runs `f` with a read connection (a consistent snapshot for the duration of `f`).
@@ -339,6 +378,9 @@ pub(crate) fn sql(e: rusqlite::Error) -> Error {
     }
     Error::store(format!("sqlite: {e}"))
 }
+
+#[cfg(test)]
+mod wal_tests;
 
 #[cfg(test)]
 mod tests {
