@@ -9,6 +9,7 @@
 //! keys and finished entries.
 
 pub mod bulk;
+mod group;
 pub mod outbox;
 pub mod runs;
 mod schema;
@@ -25,6 +26,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, ErrorCode, Result};
 
+pub use group::{Deliver, GroupJob, GroupWriter};
 pub use sessions::{ListFilter, ListedRow};
 pub use transcripts::HistoryPage;
 pub use wal::WAL_LIMIT_BYTES;
@@ -226,6 +228,9 @@ impl Store {
     }
 
     pub fn is_closed(&self) -> bool {
+        if self.in_batch() {
+            return false;
+        }
         self.writer.lock().unwrap_or_else(|p| p.into_inner()).is_none()
     }
 
@@ -233,13 +238,26 @@ impl Store {
     /// rolled back otherwise. A database still busy after the busy timeout is tried again a few
     /// times before `STORE_ERROR` is returned.
     pub fn write<T>(&self, f: impl FnMut(&Db<'_>) -> Result<T>) -> Result<T> {
-        self.write_then(f, |_| {})
+        self.write_inner(f, None::<fn(&T)>)
     }
 
     /// As [`write`](Self::write), then `after` with the result once the transaction has
     /// committed, still holding the writer lock (so side effects such as mirror files keep the
     /// order of the commits, and never show what a failed transaction did not write).
-    pub fn write_then<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>, after: impl FnOnce(&T)) -> Result<T> {
+    ///
+    /// Inside a group-commit batch on this thread (see `group`), `f` runs in a savepoint of the
+    /// batch's transaction instead.
+    pub fn write_then<T>(&self, f: impl FnMut(&Db<'_>) -> Result<T>, after: impl FnOnce(&T)) -> Result<T> {
+        self.write_inner(f, Some(after))
+    }
+
+    fn write_inner<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>, after: Option<impl FnOnce(&T)>) -> Result<T> {
+        if self.in_batch() {
+            if let Some(out) = self.write_in_batch(&mut f, after) {
+                return out;
+            }
+            return Err(Error::store("internal error: the write batch ended under its job"));
+        }
         let mut guard = lock_conn(&self.writer)?;
         let conn = guard.as_mut().ok_or_else(Error::closed)?;
         if let Some(w) = self.wal.as_ref().filter(|w| w.is_due()) {
@@ -257,7 +275,9 @@ impl Store {
             return match out {
                 Ok(v) => {
                     WROTE.with(|c| c.set(true));
-                    after(&v);
+                    if let Some(after) = after {
+                        after(&v);
+                    }
                     self.committed();
                     Ok(v)
                 }
@@ -276,7 +296,9 @@ impl Store {
                 Err(TxError::Busy(e)) => return Err(e),
                 Err(TxError::Other(e)) => return Err(e),
                 Ok(v) => {
-                    after(&v);
+                    if let Some(after) = after {
+                        after(&v);
+                    }
                     self.committed();
                     return Ok(v);
                 }
@@ -298,6 +320,9 @@ impl Store {
 
     /// Runs `f` with a read connection (a consistent snapshot for the duration of `f`).
     pub fn read<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        if self.in_batch() {
+            return self.read_in_batch(f);
+        }
         let lock = match &self.reader {
             Some(r) => r,
             None => &self.writer,
