@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::host::{Callbacks, JsHost};
 use super::js::{from_json_text, js_error, to_json, to_json_exact};
+use super::lanes::{self, FastTextJob, Lane, Lanes};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
@@ -75,8 +76,6 @@ fn rejected<'env>(env: &'env Env, e: CoreError) -> napi::Result<PromiseRaw<'env,
 
 /// A store job that may run inline (bounded work, at most one write).
 type FastJob = Arc<dyn Fn(&Engine) -> CoreResult<Value> + Send + Sync + 'static>;
-/// The same, answering JSON text.
-type FastTextJob = Arc<dyn Fn(&Engine) -> CoreResult<String> + Send + Sync + 'static>;
 
 fn to_text(v: &Value) -> CoreResult<String> {
     serde_json::to_string(v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
@@ -90,22 +89,28 @@ fn rejected_now<'env>(env: &'env Env, e: &CoreError) -> napi::Result<PromiseRaw<
 }
 
 /// Runs a short, bounded store job inline on the JS thread when it can go at once (no other
-/// thread holds the connection, no other process the write lock): the promise is settled before
-/// this returns, with no thread hop. When it would have waited, it goes to the worker as every
-/// other job does, so the JS thread never waits on a lock.
+/// thread holds the connection, no other process the write lock), with no thread hop: a read
+/// at once (the promise is settled before this returns), a write at the end of this turn of JS
+/// code, together with the turn's other writes in one transaction (`lanes::queue`). When it
+/// would have waited, or is part of a larger burst, it goes to its lane (reads to the reader
+/// thread, writes to the group-commit writer), so the JS thread never waits on a lock.
 fn spawn_fast<'env>(
     env: &'env Env,
-    engine: &Arc<Engine>,
+    lanes: &Arc<Lanes>,
+    lane: Lane,
     job: CoreResult<FastJob>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    spawn_fast_text(env, engine, job.map(|j| -> FastTextJob { Arc::new(move |e: &Engine| to_text(&j(e)?)) }))
+    spawn_fast_text(env, lanes, lane, job.map(|j| -> FastTextJob { Arc::new(move |e: &Engine| to_text(&j(e)?)) }))
 }
 
+/// When it cannot run inline, the job goes to its lane (a write to the group-commit writer).
 fn spawn_fast_text<'env>(
     env: &'env Env,
-    engine: &Arc<Engine>,
+    lanes: &Arc<Lanes>,
+    lane: Lane,
     job: CoreResult<FastTextJob>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let engine = lanes.engine();
     let job = match job {
         Ok(j) => j,
         Err(e) => return rejected_now(env, &e),
@@ -113,9 +118,12 @@ fn spawn_fast_text<'env>(
     if engine.store().is_closed() {
         return rejected_now(env, &CoreError::closed());
     }
+    // Writes wait for the end of this turn of JS code and run together; a read behind them.
+    if lane == Lane::Write || lanes::turn_has_writes() {
+        return lanes::queue(env, lanes, lane, job);
+    }
     if !take_inline_turn(env) {
-        let later: TextJob = Box::new(move |e: &Engine| job(e));
-        return spawn_text(env, Some(engine.clone()), Ok(later));
+        return lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)));
     }
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(engine))));
     match out {
@@ -124,8 +132,7 @@ fn spawn_fast_text<'env>(
         Ok(Err(e)) => return rejected_now(env, &e),
         Err(_) => return rejected_now(env, &internal_error()),
     }
-    let later: TextJob = Box::new(move |e: &Engine| job(e));
-    spawn_text(env, Some(engine.clone()), Ok(later))
+    lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)))
 }
 
 thread_local! {
@@ -257,6 +264,7 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
 pub struct SessionTools {
     engine: Arc<Engine>,
     orch: Arc<Orchestrator>,
+    lanes: Arc<Lanes>,
 }
 
 #[napi]
@@ -284,15 +292,19 @@ impl SessionTools {
                     Ok(e) => Arc::new(e),
                     Err(e) => return Ok(Err(e)),
                 };
+                let lanes = match Lanes::start(engine.clone()) {
+                    Ok(l) => Arc::new(l),
+                    Err(e) => return Ok(Err(e)),
+                };
                 let orch = Orchestrator::new(engine, Arc::new(JsHost::new(o.callbacks)));
                 if let Err(e) = orch.start().await {
                     orch.close().await;
                     return Ok(Err(e));
                 }
-                Ok(Ok(orch))
+                Ok(Ok((orch, lanes)))
             },
-            |env, r: CoreResult<Arc<Orchestrator>>| match r {
-                Ok(orch) => Ok(SessionTools { engine: orch.engine().clone(), orch }),
+            |env, r: CoreResult<(Arc<Orchestrator>, Arc<Lanes>)>| match r {
+                Ok((orch, lanes)) => Ok(SessionTools { engine: orch.engine().clone(), orch, lanes }),
                 Err(e) => Err(js_error(env, &e)),
             },
         )
@@ -418,7 +430,8 @@ impl SessionTools {
         let key = to_json(env, key, "key");
         spawn_fast(
             env,
-            &self.engine,
+            &self.lanes,
+            Lane::Read,
             key.map(|k| -> FastJob {
                 Arc::new(move |e: &Engine| Ok(e.get_session(&k)?.map(Value::Object).unwrap_or(Value::Null)))
             }),
@@ -432,7 +445,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         patch: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.fast2(env, key, "key", patch, "patch", move |e: &Engine, k: &Value, p: &Value| {
+        self.fast2(env, Lane::Write, key, "key", patch, "patch", move |e: &Engine, k: &Value, p: &Value| {
             Ok(Value::Object(e.upsert_session(k, p)?))
         })
     }
@@ -501,7 +514,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         messages: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.fast2(env, key, "key", messages, "messages", move |e: &Engine, k: &Value, m: &Value| {
+        self.fast2(env, Lane::Write, key, "key", messages, "messages", move |e: &Engine, k: &Value, m: &Value| {
             e.append_messages(k, m)
         })
     }
@@ -516,7 +529,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.fast2(env, key, "key", options, "options", |e, k, o| e.chat_history_json(k, o))
+        self.fast2(env, Lane::Read, key, "key", options, "options", |e, k, o| e.chat_history_json(k, o))
     }
 
     #[napi(
@@ -531,7 +544,8 @@ impl SessionTools {
         let p = to_json(env, params, "params");
         spawn_fast(
             env,
-            &self.engine,
+            &self.lanes,
+            Lane::Read,
             p.map(|p| -> FastJob { Arc::new(move |e: &Engine| Ok(Value::from(e.resolve_send_policy(&p)?.as_str()))) }),
         )
     }
@@ -585,7 +599,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "sessions_list", params, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, "sessions_list", params, ctx, false)
     }
 
     /// `sessions_history`
@@ -599,7 +613,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "sessions_history", params, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, "sessions_history", params, ctx, false)
     }
 
     /// `sessions_send`
@@ -613,7 +627,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "sessions_send", params, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, "sessions_send", params, ctx, false)
     }
 
     /// `sessions_spawn`
@@ -627,7 +641,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "sessions_spawn", params, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, "sessions_spawn", params, ctx, false)
     }
 
     /// `agents_list`
@@ -637,7 +651,7 @@ impl SessionTools {
         env: &'env Env,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, "agents_list", None, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, "agents_list", None, ctx, false)
     }
 
     /// The tool definitions for a caller (sub-agents get none of the session tools).
@@ -665,7 +679,7 @@ impl SessionTools {
             Ok(_) => return rejected(env, CoreError::invalid_request("invalid name: must be a tool name string")),
             Err(e) => return rejected(env, e),
         };
-        call_tool(env, &self.orch, &name, args, ctx, true)
+        call_tool(env, &self.orch, &self.lanes, &name, args, ctx, true)
     }
 
     /// The gateway's tool objects: `{ name, label, description, parameters, execute }`.
@@ -680,13 +694,14 @@ impl SessionTools {
             let obj_val = from_json_text(env, &def.to_string())?;
             let mut obj: Object = unsafe { Object::from_napi_value(env.raw(), obj_val.raw()) }?;
             let orch = self.orch.clone();
+            let lanes = self.lanes.clone();
             let ctx_json = ctx_json.clone();
             let execute = env.create_function_from_closure::<Unknown, Raw, _>("execute", move |call| {
                 let args: Option<Unknown> = call.get::<Unknown>(1).ok();
                 let env = &*call.env;
                 // What the model sent is never a reason to reject: unconvertible args read as `{}`.
                 let args = to_json(env, args, "args").unwrap_or(Value::Null);
-                let promise = tool_promise(env, &orch, &name, args, ctx_json.clone(), true)?;
+                let promise = tool_promise(env, &orch, &lanes, &name, args, ctx_json.clone(), true)?;
                 Ok(Raw(promise.raw()))
             })?;
             obj.set_named_property("execute", execute)?;
@@ -713,6 +728,7 @@ impl SessionTools {
     fn fast2<'env>(
         &self,
         env: &'env Env,
+        lane: Lane,
         a: Option<Unknown<'env>>,
         a_name: &str,
         b: Option<Unknown<'env>>,
@@ -720,7 +736,7 @@ impl SessionTools {
         f: impl Fn(&Engine, &Value, &Value) -> CoreResult<Value> + Send + Sync + 'static,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let args = to_json(env, a, a_name).and_then(|a| Ok((a, to_json(env, b, b_name)?)));
-        spawn_fast(env, &self.engine, args.map(|(a, b)| -> FastJob { Arc::new(move |e: &Engine| f(e, &a, &b)) }))
+        spawn_fast(env, &self.lanes, lane, args.map(|(a, b)| -> FastJob { Arc::new(move |e: &Engine| f(e, &a, &b)) }))
     }
 
     fn run<'env>(&self, env: &'env Env, job: CoreResult<Job>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
@@ -733,6 +749,7 @@ impl SessionTools {
 fn call_tool<'env>(
     env: &'env Env,
     orch: &Arc<Orchestrator>,
+    lanes: &Arc<Lanes>,
     name: &str,
     params: Option<Unknown<'env>>,
     ctx: Option<Unknown<'env>>,
@@ -741,7 +758,7 @@ fn call_tool<'env>(
     // What the model sent is never a reason to reject: unconvertible params read as `{}`.
     let params = to_json(env, params, "params").unwrap_or(Value::Null);
     match to_json(env, ctx, "ctx") {
-        Ok(ctx) => tool_promise(env, orch, name, params, ctx, wrap),
+        Ok(ctx) => tool_promise(env, orch, lanes, name, params, ctx, wrap),
         Err(e) => rejected(env, e),
     }
 }
@@ -749,6 +766,7 @@ fn call_tool<'env>(
 fn tool_promise<'env>(
     env: &'env Env,
     orch: &Arc<Orchestrator>,
+    lanes: &Arc<Lanes>,
     name: &str,
     params: Value,
     ctx: Value,
@@ -762,10 +780,10 @@ fn tool_promise<'env>(
     if inline_tool(&name, &params) {
         if !wrap {
             let job: FastTextJob = Arc::new(move |e: &Engine| tools::run_text(e, &name, &params, &ctx));
-            return spawn_fast_text(env, orch.engine(), Ok(job));
+            return spawn_fast_text(env, lanes, Lane::Read, Ok(job));
         }
         let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, &name, &params, &ctx, wrap));
-        return spawn_fast(env, orch.engine(), Ok(job));
+        return spawn_fast(env, lanes, Lane::Read, Ok(job));
     }
     if !wrap {
         let job: TextJob = Box::new(move |e: &Engine| tools::run_text(e, &name, &params, &ctx));

@@ -4,3 +4,5 @@
 mod class;
 mod host;
 mod js;
+mod lanes;
+mod port;

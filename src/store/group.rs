@@ -90,30 +90,42 @@ fn run<S: AsRef<Store>>(owner: Arc<S>, rx: Receiver<(GroupJob, Deliver)>, batche
     }
 }
 
-/// The batch open on this thread: the writer connection, held by [`Store::run_batch`].
+/// The batch open on this thread: the writer connection, held by its runner.
 struct Batch {
     store: *const Store,
     conn: *const Connection,
     /// a transaction is open
     open: Cell<bool>,
-    /// a job's write committed the batch so far (its `after` ran): deliver what is pending
-    committed_mid: Cell<bool>,
-    /// the whole transaction was rolled back under the jobs (an I/O error, a full disk)
-    lost: RefCell<Option<String>>,
+    /// the job running (its index in the batch)
+    current: Cell<usize>,
+    /// the first job whose write is in the open (or next) transaction
+    tx_start: Cell<usize>,
+    /// transactions rolled back under their jobs (an I/O error, a full disk): the jobs
+    /// `start..=end` lost their writes
+    lost: RefCell<Vec<(usize, usize, String)>>,
+    /// inline (on the JS thread): a transaction that would wait for a lock is not begun
+    inline: bool,
 }
 
 thread_local! {
     static BATCH: RefCell<Option<Batch>> = const { RefCell::new(None) };
 }
 
-/// How long the batch waits for another process's write lock, in all, before its jobs fail.
+/// How many times a batch tries `BEGIN IMMEDIATE` while another process holds the write lock
+/// (each try waits the busy timeout) before its job fails.
 const BEGIN_RETRIES: u32 = 6;
 
+fn internal_error() -> Error {
+    Error::new(ErrorCode::StoreError, "internal error: the operation failed unexpectedly (a bug; please report it)")
+}
+
 impl Store {
-    /// Runs the jobs of one batch (see the module header) and delivers their outcomes.
+    /// Runs the jobs of one batch on the writer thread (see the module header) and delivers
+    /// their outcomes once they hold.
     fn run_batch(&self, jobs: Vec<(GroupJob, Deliver)>) {
         let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let Some(conn) = guard.as_mut() else {
+            drop(guard);
             for (_, deliver) in jobs {
                 deliver(Err(Error::closed()));
             }
@@ -122,57 +134,101 @@ impl Store {
         if let Some(w) = self.wal.as_ref().filter(|w| w.is_due()) {
             w.checkpoint(conn, super::BUSY_TIMEOUT);
         }
+        let (jobs, delivers): (Vec<GroupJob>, Vec<Deliver>) = jobs.into_iter().unzip();
+        let (outs, wrote) = self.run_jobs(conn, jobs, false);
+        drop(guard);
+        if wrote {
+            self.committed();
+        }
+        for (deliver, out) in delivers.into_iter().zip(outs) {
+            deliver(out);
+        }
+    }
+
+    /// Runs `jobs` as one batch on this thread (the JS thread) if it can go at once: the
+    /// writer connection free, no other process holding the write lock, no checkpoint due.
+    /// Otherwise nothing runs and the jobs come back. A job whose outcome is a would-block
+    /// refusal ([`super::is_would_block`]) wrote nothing and may be run again elsewhere.
+    pub fn try_run_inline(&self, jobs: Vec<GroupJob>) -> std::result::Result<Vec<Result<String>>, Vec<GroupJob>> {
+        let mut guard = match self.writer.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Err(jobs),
+        };
+        let Some(conn) = guard.as_mut() else { return Err(jobs) };
+        if self.wal.as_ref().is_some_and(|w| w.is_due()) {
+            return Err(jobs);
+        }
+        let _ = conn.busy_timeout(Duration::ZERO);
+        let began = conn.execute_batch("BEGIN IMMEDIATE");
+        if began.is_err() {
+            let _ = conn.busy_timeout(super::BUSY_TIMEOUT);
+            return Err(jobs);
+        }
+        let (outs, wrote) = super::inline_flag(|| self.run_jobs(conn, jobs, true));
+        let _ = conn.busy_timeout(super::BUSY_TIMEOUT);
+        drop(guard);
+        if wrote {
+            self.committed();
+        }
+        Ok(outs)
+    }
+
+    /// The jobs in savepoints of shared transactions on `conn` (already in one when `inline`),
+    /// committed at the end; each job's outcome, and whether anything was committed.
+    fn run_jobs(&self, conn: &Connection, jobs: Vec<GroupJob>, inline: bool) -> (Vec<Result<String>>, bool) {
         BATCH.with(|b| {
             *b.borrow_mut() = Some(Batch {
                 store: self as *const Store,
                 conn: conn as *const Connection,
-                open: Cell::new(false),
-                committed_mid: Cell::new(false),
-                lost: RefCell::new(None),
+                open: Cell::new(inline),
+                current: Cell::new(0),
+                tx_start: Cell::new(0),
+                lost: RefCell::new(Vec::new()),
+                inline,
             })
         });
-        let mut pending: Vec<(Deliver, Result<String>)> = Vec::with_capacity(jobs.len());
-        for (job, deliver) in jobs {
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorCode::StoreError,
-                    "internal error: the operation failed unexpectedly (a bug; please report it)",
-                ))
-            });
-            pending.push((deliver, out));
-            if with_batch(|b| b.committed_mid.replace(false)).unwrap_or(false) {
-                // everything so far is committed
-                for (deliver, out) in pending.drain(..) {
-                    deliver(out);
-                }
+        let mut outs: Vec<Result<String>> = Vec::with_capacity(jobs.len());
+        // inline, once a job would have waited, the later ones do not run (they run again
+        // elsewhere, after it, in order)
+        let mut stopped = false;
+        for (i, job) in jobs.into_iter().enumerate() {
+            if stopped {
+                outs.push(Err(super::would_block()));
+                continue;
             }
+            with_batch(|b| b.current.set(i));
+            let out =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or_else(|_| Err(internal_error()));
+            stopped = inline && out.as_ref().is_err_and(super::is_would_block);
+            outs.push(out);
         }
-        let ended = BATCH.with(|b| b.borrow_mut().take());
-        let (open, lost) = match ended {
-            Some(b) => (b.open.get(), b.lost.into_inner()),
-            None => (false, None),
+        let Some(batch) = BATCH.with(|b| b.borrow_mut().take()) else {
+            return (outs, false);
         };
-        let failure = match lost {
-            Some(why) => Some(why),
-            None if open => match conn.execute_batch("COMMIT") {
-                Ok(()) => None,
+        let mut lost = batch.lost.into_inner();
+        let mut wrote = batch.tx_start.get() > 0;
+        if batch.open.get() {
+            match conn.execute_batch("COMMIT") {
+                Ok(()) => wrote = true,
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
-                    Some(format!("the write was not committed: {e}"))
+                    lost.push((
+                        batch.tx_start.get(),
+                        outs.len().saturating_sub(1),
+                        format!("the write was not committed: {e}"),
+                    ));
                 }
-            },
-            None => None,
-        };
-        drop(guard);
-        if failure.is_none() && open {
-            self.committed();
-        }
-        for (deliver, out) in pending {
-            match (&failure, out) {
-                (Some(why), Ok(_)) => deliver(Err(Error::store(why.clone()))),
-                (_, out) => deliver(out),
             }
         }
+        for (start, end, why) in lost {
+            for out in outs.iter_mut().take(end + 1).skip(start) {
+                if out.is_ok() {
+                    *out = Err(Error::store(why.clone()));
+                }
+            }
+        }
+        (outs, wrote)
     }
 
     /// [`Store::write_then`] inside a batch on this thread, if one is open for this store:
@@ -182,18 +238,19 @@ impl Store {
         f: &mut impl FnMut(&Db<'_>) -> Result<T>,
         after: Option<impl FnOnce(&T)>,
     ) -> Option<Result<T>> {
-        let (conn, open) = BATCH
-            .with(|b| b.borrow().as_ref().filter(|b| std::ptr::eq(b.store, self)).map(|b| (b.conn, b.open.get())))?;
-        // SAFETY: the pointer is to the connection `run_batch` holds locked, on this thread,
-        // for as long as the batch is registered in the thread-local.
+        let (conn, open, inline) = BATCH.with(|b| {
+            b.borrow().as_ref().filter(|b| std::ptr::eq(b.store, self)).map(|b| (b.conn, b.open.get(), b.inline))
+        })?;
+        // SAFETY: the pointer is to the connection the batch's runner holds locked, on this
+        // thread, for as long as the batch is registered in the thread-local.
         let conn: &Connection = unsafe { &*conn };
         Some((|| {
-            if let Some(why) = with_batch(|b| b.lost.borrow().clone()).flatten() {
-                return Err(Error::store(why));
-            }
             if !open {
-                begin(conn)?;
-                with_batch(|b| b.open.set(true));
+                begin(conn, inline)?;
+                with_batch(|b| {
+                    b.open.set(true);
+                    b.tx_start.set(b.current.get());
+                });
             }
             conn.execute_batch("SAVEPOINT job").map_err(super::sql)?;
             let out = f(&Db::new(conn));
@@ -207,22 +264,21 @@ impl Store {
                         // Commit what the batch holds so far, then the side effect, in commit
                         // order; the rest of the batch goes on in a new transaction.
                         with_batch(|b| b.open.set(false));
-                        conn.execute_batch("COMMIT").map_err(|e| {
+                        if let Err(e) = conn.execute_batch("COMMIT") {
                             let _ = conn.execute_batch("ROLLBACK");
-                            lose(format!("the write was not committed: {e}"))
-                        })?;
-                        with_batch(|b| b.committed_mid.set(true));
+                            return Err(lose(format!("the write was not committed: {e}")));
+                        }
+                        with_batch(|b| b.tx_start.set(b.current.get() + 1));
                         after(&v);
-                        self.committed();
                     }
                     Ok(v)
                 }
                 Err(e) => {
                     if conn.is_autocommit() {
                         // SQLite rolled the whole transaction back (an I/O error, a full disk):
-                        // the jobs before this one lost their writes too.
+                        // the jobs before this one in it lost their writes too.
                         with_batch(|b| b.open.set(false));
-                        lose(format!("the write was rolled back: {}", e.message()));
+                        lose(e.message().to_owned());
                     } else {
                         let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
                     }
@@ -258,19 +314,27 @@ fn with_batch<R>(f: impl FnOnce(&Batch) -> R) -> Option<R> {
     BATCH.with(|b| b.borrow().as_ref().map(f))
 }
 
-/// Marks the batch's transaction as lost; the error for the job that found out.
+/// Records that the open transaction was rolled back under its jobs; the error for the job
+/// that found out.
 fn lose(why: String) -> Error {
-    with_batch(|b| *b.lost.borrow_mut() = Some(why.clone()));
+    let why = format!("the write was rolled back: {why}");
+    with_batch(|b| {
+        let start = b.tx_start.get();
+        b.lost.borrow_mut().push((start, b.current.get(), why.clone()));
+        b.tx_start.set(b.current.get() + 1);
+    });
     Error::store(why)
 }
 
-/// `BEGIN IMMEDIATE`, tried again a few times while another process holds the write lock.
-fn begin(conn: &Connection) -> Result<()> {
+/// `BEGIN IMMEDIATE`: inline, one try that never waits (a would-block refusal when another
+/// process holds the write lock); else tried again a few times.
+fn begin(conn: &Connection, inline: bool) -> Result<()> {
     let mut attempt = 0;
     loop {
         attempt += 1;
         match conn.execute_batch("BEGIN IMMEDIATE") {
             Ok(()) => return Ok(()),
+            Err(e) if super::is_busy(&e) && inline => return Err(super::sql(e)),
             Err(e) if super::is_busy(&e) && attempt < BEGIN_RETRIES => {
                 std::thread::sleep(Duration::from_millis(5 * u64::from(attempt)));
             }

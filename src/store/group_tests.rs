@@ -185,3 +185,42 @@ fn a_closed_store_or_a_stopped_writer_answers_closed() {
     w.submit(Box::new(|| Ok(String::new())), Box::new(move |out| tx.send(out).unwrap()));
     assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap_err().code(), ErrorCode::Closed);
 }
+
+#[test]
+fn an_inline_batch_runs_at_once_or_hands_every_job_back_without_waiting() {
+    let o = open();
+    let jobs = |n: usize| -> Vec<GroupJob> {
+        (0..n)
+            .map(|i| {
+                let o = o.clone();
+                Box::new(move || put(&o.0, &format!("agent:main:i{i}"), &format!("v{i}"))) as GroupJob
+            })
+            .collect()
+    };
+    // our own writer connection busy on another thread: every job comes back, none ran
+    let held = o.0.writer.lock().unwrap();
+    let back = std::thread::scope(|sc| sc.spawn(|| o.0.try_run_inline(jobs(3))).join().unwrap());
+    assert_eq!(back.err().map(|j| j.len()), Some(3));
+    drop(held);
+    // another connection (another process, as far as SQLite knows) holds the write lock
+    let other = rusqlite::Connection::open(o.0.file().unwrap()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(o.0.try_run_inline(jobs(3)).err().map(|j| j.len()), Some(3));
+    assert!(started.elapsed() < Duration::from_secs(2), "an inline batch waited for a lock");
+    other.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(o.0.read(|db| db.session("agent:main:i0")).unwrap(), None);
+    // free: all run in one transaction, each with its own outcome
+    let mut js = jobs(3);
+    js.push(Box::new(|| Err(Error::invalid_request("mine alone"))));
+    let outs = o.0.try_run_inline(js).ok().unwrap();
+    assert_eq!(outs.len(), 4);
+    for i in 0..3 {
+        assert_eq!(outs[i].as_deref().unwrap(), format!("v{i}"));
+        assert_eq!(label(&o.0, &format!("agent:main:i{i}")), Some(json!(format!("v{i}"))));
+    }
+    assert_eq!(outs[3].as_ref().unwrap_err().message(), "mine alone");
+    // the batch is over: this thread writes on its own again
+    put(&o.0, "agent:main:after", "alone").unwrap();
+    assert_eq!(label(&o.0, "agent:main:after"), Some(json!("alone")));
+}

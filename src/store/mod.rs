@@ -70,6 +70,20 @@ pub fn inline<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     out
 }
 
+/// Runs `f` with inline mode on (no store call waits; see [`inline`]), leaving the outcome of
+/// each call to `f` itself: for a batch of jobs, each with its own outcome.
+fn inline_flag<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            INLINE.with(|c| c.set(false));
+        }
+    }
+    INLINE.with(|c| c.set(true));
+    let _reset = Reset;
+    f()
+}
+
 /// Whether `e` is the refusal of a store call in inline mode that would have waited.
 pub fn is_would_block(e: &Error) -> bool {
     e.code() == ErrorCode::Unavailable && e.message() == WOULD_BLOCK
