@@ -112,66 +112,261 @@ export interface SessionEntry {
   [key: string]: unknown
 }
 
-/** Host callback: runs one model turn in a session (API.md §2.1). */
+/** Host callback: runs one model turn in a session (API.md §2.1). Absent fields are left out. */
 export interface AgentRunRequest {
+  /** The run's id (also what `waitRun` takes). */
   runId: string
+  /** Stable for this run; for a sub-agent announce run, the announce's own key. */
   idempotencyKey: string
+  /** The canonical key of the session the run is in. */
   sessionKey: string
+  /** That session's id. */
   sessionId: string
+  /** The agent that owns the session. */
   agentId: string
+  /** The incoming message, already appended to the transcript (the host must not append it again). */
   message: string
+  /** Text for the system prompt: the agent-to-agent context of a send step, or a sub-agent's system prompt. */
   extraSystemPrompt?: string
+  /** `'nested'`: a send's runs; `'subagent'`: a child's own run; `'announce'`: a sub-agent's announce run on its requester. */
   lane: 'nested' | 'subagent' | 'announce'
+  /** `true` only in the `announce` lane: the host delivers the run's reply to the route below. */
   deliver: boolean
+  /** The route's channel: `webchat` for a send's runs, the requester's for a child's run or an announce run. */
   channel?: string
+  /** The route's recipient. */
   to?: string
+  /** The route's account. */
   accountId?: string
+  /** The route's thread. */
   threadId?: string
+  /** A child's model, when set. */
   model?: string
+  /** A child's thinking level, when set. */
   thinking?: string
+  /** A child's label. */
   label?: string
+  /** A child's requester (canonical key). */
   spawnedBy?: string
+  /** When the host should abort the run, in ms. */
   timeoutMs: number
+  /** The agent-to-agent chain the run belongs to. */
   chainId: string
 }
 
+/** What `runAgent` resolves with (API.md §2.1). */
 export interface AgentRunResult {
+  /** What the run produced, appended in order; each an object with a string `role`. */
   messages?: TranscriptMessage[]
+  /** Used when `messages` is absent: becomes one assistant text message. */
   reply?: string
+  /** Recorded on the session as `inputTokens`, `outputTokens`, `totalTokens`. */
   usage?: { input?: number; output?: number; total?: number }
+  /** Recorded on the session as `model`. */
   model?: string
+  /** Recorded on the session as `modelProvider`. */
   provider?: string
 }
 
+/** Host callback: posts an agent-to-agent announce to an external channel (API.md §2.2). */
 export interface DeliveryRequest {
+  /** The route's channel. */
   channel: string
+  /** The route's recipient. */
   to: string
+  /** The route's account. */
   accountId?: string
+  /** The route's thread. */
   threadId?: string
+  /** The text to post. */
   message: string
+  /** The same on every try of this announce: drop a key already delivered. */
   idempotencyKey: string
+  /** Canonical key of the target session whose announce this is. */
   sessionKey: string
   kind: 'a2a_announce'
 }
 
-export interface SessionToolsEvent {
-  type: string
+/** Fields every event has (API.md §7). */
+export interface SessionToolsEventBase {
+  /** When, in ms since the epoch. */
   at: number
+  /** The run the event is about, when it is about one. */
   runId?: string
+  /** The session the event is about (canonical key), when it is about one. */
   sessionKey?: string
   [key: string]: unknown
 }
 
+/** A run is about to call `runAgent`. */
+export interface RunStartEvent extends SessionToolsEventBase {
+  type: 'run.start'
+  lane: 'nested' | 'subagent' | 'announce'
+}
+/** A run ended `ok`. */
+export interface RunEndEvent extends SessionToolsEventBase {
+  type: 'run.end'
+}
+/** A run ended `error` or `timeout`. */
+export interface RunFailedEvent extends SessionToolsEventBase {
+  type: 'run.error' | 'run.timeout'
+  error: string
+}
+/** A `sessions_send` run was not started: the target's send policy denies (or could not be evaluated). */
+export interface SendBlockedEvent extends SessionToolsEventBase {
+  type: 'send.blocked'
+  reason: string
+}
+/** One reply-back step of a send ended. */
+export interface A2aTurnEvent extends SessionToolsEventBase {
+  type: 'a2a.turn'
+  turn: number
+  maxTurns: number
+  speaker: 'requester' | 'target'
+  status: string
+  skipped: boolean
+}
+/** The announce of a send went to the outbox (`queued`) or was not made (`skipped`). */
+export interface A2aAnnounceEvent extends SessionToolsEventBase {
+  type: 'a2a.announce'
+  status: 'queued' | 'skipped'
+}
+/** The exchange of a send is over. */
+export interface A2aEndEvent extends SessionToolsEventBase {
+  type: 'a2a.end'
+  reason: string
+  chainId: string
+}
+/** The exchange of a send failed (followed by `a2a.end`). */
+export interface A2aErrorEvent extends SessionToolsEventBase {
+  type: 'a2a.error'
+  error: string
+}
+/** An outbox item was delivered, failed a try, or was blocked by the send policy. */
+export interface DeliveryEvent extends SessionToolsEventBase {
+  type: 'delivery.sent' | 'delivery.failed' | 'delivery.blocked'
+  idempotencyKey: string
+  kind: 'a2a_announce' | 'subagent_announce'
+}
+/** A sub-agent's announce was delivered, or a kept sub-agent was archived. */
+export interface SubagentEvent extends SessionToolsEventBase {
+  type: 'subagent.announced' | 'subagent.archived'
+  childSessionKey: string
+}
+/** The store could not record something in the background. */
+export interface StoreErrorEvent extends SessionToolsEventBase {
+  type: 'store.error'
+  error: string
+}
+
+/** What `onEvent` receives: one of the event kinds the engine emits (API.md §7). */
+export type SessionToolsEvent =
+  | RunStartEvent
+  | RunEndEvent
+  | RunFailedEvent
+  | SendBlockedEvent
+  | A2aTurnEvent
+  | A2aAnnounceEvent
+  | A2aEndEvent
+  | A2aErrorEvent
+  | DeliveryEvent
+  | SubagentEvent
+  | StoreErrorEvent
+
+/** Options of `SessionTools.open`. */
 export interface OpenOptions {
   /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. */
   path: string
+  /** The gateway's config; validated (`INVALID_CONFIG`). */
   config?: GatewayConfig | null
+  /** Runs one model turn (API.md §2.1); without it, runs end with `error`. */
   runAgent?: (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult
+  /** Posts an agent-to-agent announce (API.md §2.2); resolving counts as delivered. */
   deliver?: (msg: DeliveryRequest) => Promise<unknown> | unknown
+  /** Receives lifecycle events (API.md §7). */
   onEvent?: (ev: SessionToolsEvent) => unknown
+  /** Hands `text` to the active run of `sessionKey`; `true` when it took it. */
   steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
+}
+
+/** What `SessionTools.measureCallback` reports. */
+export interface MeasureCallbackResult {
+  calls: number
+  totalMs: number
+  perCallUs: number
+}
+
+/** Options of `waitRun`. */
+export interface WaitRunOptions {
+  /** How long to wait, in ms (default 30 000). */
+  timeoutMs?: number
+}
+
+/** What `patchSession` and `resetSession` answer. */
+export interface SessionEntryResult {
+  ok: true
+  key: string
+  entry: SessionEntry
+}
+
+/** What `resolveSession` answers. */
+export interface SessionsResolveResult {
+  ok: true
+  key: string
+}
+
+/** Options of `deleteSession`. */
+export interface DeleteSessionOptions {
+  /** Delete the transcript too (default true). */
+  deleteTranscript?: boolean
+}
+
+/** What `deleteSession` answers. */
+export interface DeleteSessionResult {
+  ok: true
+  key: string
+  deleted: boolean
+}
+
+/** What `appendMessages` answers. */
+export interface AppendMessagesResult {
+  sessionKey: string
+  sessionId: string
+  appended: number
+}
+
+/** Options of `chatHistory`. */
+export interface ChatHistoryOptions {
+  /** Most messages (1..1000, default 200). */
+  limit?: number
+  /** The cursor: `nextBefore` of the page after the one wanted. */
+  before?: number
+}
+
+/** The arguments of `resolveSendPolicy`. */
+export interface ResolveSendPolicyParams {
+  sessionKey: string
+  channel?: string
+  chatType?: string
+}
+
+/** The arguments of `handleSendCommand`. */
+export interface SendCommandParams {
+  sessionKey: string
+  /** The chat message, e.g. `/send off`. */
+  text: string
+  /** Whether the sender owns the session (only an owner's command changes the policy). */
+  isOwner: boolean
+}
+
+/** What `handleSendCommand` answers. */
+export interface SendCommandResult {
+  /** Whether `text` was a `/send` command. */
+  handled: boolean
+  /** The reply to show. */
+  reply?: string
 }
 
 /** Who is calling a tool. */
@@ -472,7 +667,7 @@ export declare class SessionTools {
    * runtime, a JSON request in, its value or promise awaited), and reports the mean round
    * trip. For the benchmark; it touches no store.
    */
-  static measureCallback(fn: (req: unknown) => unknown, calls?: number): Promise<{ calls: number; totalMs: number; perCallUs: number }>
+  static measureCallback(fn: (req: unknown) => unknown, calls?: number): Promise<MeasureCallbackResult>
   /**
    * Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
    * config on error.
@@ -488,37 +683,63 @@ export declare class SessionTools {
    * `agent.wait`: how a run ended, or `timeout` when it has not within `timeoutMs`
    * (default 30 000; the run goes on).
    */
-  waitRun(runId: string, options?: { timeoutMs?: number }): Promise<WaitRunResult>
+  waitRun(runId: string, options?: WaitRunOptions): Promise<WaitRunResult>
   /** The sub-agent runs, all or those of one requester session. */
   listSubagentRuns(requesterKey?: string): Promise<SubagentRun[]>
   /** The path the store was opened with. */
   get path(): string
+  /** The entry stored under the canonical form of `key`, or `null`. */
   getSession(key: string): Promise<SessionEntry | null>
+  /**
+   * Creates or updates the entry under `key` with the gateway's merge rule (the patch's fields
+   * over the stored ones); the merged entry.
+   */
   upsertSession(key: string, patch: Partial<SessionEntry>): Promise<SessionEntry>
-  patchSession(params: SessionsPatchParams): Promise<{ ok: true; key: string; entry: SessionEntry }>
-  resolveSession(params: SessionsResolveParams): Promise<{ ok: true; key: string }>
+  /** `sessions.patch`: validates and applies a patch (label, levels, send policy, model, …). */
+  patchSession(params: SessionsPatchParams): Promise<SessionEntryResult>
+  /** `sessions.resolve`: the key a `key`, `sessionId` or `label` names. */
+  resolveSession(params: SessionsResolveParams): Promise<SessionsResolveResult>
+  /** `sessions.list`: the sessions, filtered and ordered as the gateway does. */
   listSessions(params?: SessionsListParams): Promise<SessionsListResult>
-  deleteSession(key: string, options?: { deleteTranscript?: boolean }): Promise<{ ok: true; key: string; deleted: boolean }>
-  resetSession(key: string): Promise<{ ok: true; key: string; entry: SessionEntry }>
-  appendMessages(key: string, messages: TranscriptMessage[]): Promise<{ sessionKey: string; sessionId: string; appended: number }>
-  chatHistory(key: string, options?: { limit?: number; before?: number }): Promise<ChatHistoryResult>
-  resolveSendPolicy(params: { sessionKey: string; channel?: string; chatType?: string }): Promise<'allow' | 'deny'>
-  handleSendCommand(params: { sessionKey: string; text: string; isOwner: boolean }): Promise<{ handled: boolean; reply?: string }>
+  /**
+   * `sessions.delete`: removes a session (not the main one) and, unless `deleteTranscript` is
+   * false, its transcript; its running sub-agents are stopped.
+   */
+  deleteSession(key: string, options?: DeleteSessionOptions): Promise<DeleteSessionResult>
+  /** `sessions.reset`: starts the session under `key` afresh (a new session id). */
+  resetSession(key: string): Promise<SessionEntryResult>
+  /** Appends transcript messages to the session under `key` (created when missing). */
+  appendMessages(key: string, messages: TranscriptMessage[]): Promise<AppendMessagesResult>
+  /**
+   * `chat.history`: a page of the transcript, oldest first: the last `limit` messages
+   * (default 200), or those before the cursor `before`.
+   */
+  chatHistory(key: string, options?: ChatHistoryOptions): Promise<ChatHistoryResult>
+  /**
+   * The send policy of a session (`'allow'` or `'deny'`): its own override, else the
+   * configured rules; a store that cannot be read denies.
+   */
+  resolveSendPolicy(params: ResolveSendPolicyParams): Promise<'allow' | 'deny'>
+  /**
+   * The `/send` chat command: `handled: false` when `text` is not one; else the reply to
+   * show (an owner's command sets the session's send policy).
+   */
+  handleSendCommand(params: SendCommandParams): Promise<SendCommandResult>
   /** Reads a gateway state folder into the store (API.md §5). */
   importStateDir(dir: string): Promise<ImportReport>
   /** Writes the store as a gateway state folder (API.md §5). */
   exportStateDir(dir: string): Promise<ExportReport>
   /** Counts of what the store holds, and its size. */
   stats(): Promise<StoreStats>
-  /** `sessions_list` */
+  /** The `sessions_list` tool: the payload the model sees. */
   sessionsList(params?: SessionsListToolParams, ctx?: ToolContext): Promise<SessionsListToolResult>
-  /** `sessions_history` */
+  /** The `sessions_history` tool: the payload the model sees. */
   sessionsHistory(params: SessionsHistoryToolParams, ctx?: ToolContext): Promise<SessionsHistoryToolResult>
-  /** `sessions_send` */
+  /** The `sessions_send` tool: the payload the model sees (`accepted`, `ok`, `timeout`, `error`, `forbidden`). */
   sessionsSend(params: SessionsSendParams, ctx?: ToolContext): Promise<SessionsSendResult>
-  /** `sessions_spawn` */
+  /** The `sessions_spawn` tool: the payload the model sees (`accepted`, `error`, `forbidden`). */
   sessionsSpawn(params: SessionsSpawnParams, ctx?: ToolContext): Promise<SessionsSpawnResult>
-  /** `agents_list` */
+  /** The `agents_list` tool: the agent ids this caller may spawn. */
   agentsList(ctx?: ToolContext): Promise<AgentsListResult>
   /** The tool definitions for a caller (sub-agents get none of the session tools). */
   toolDefinitions(ctx?: ToolContext): ToolDefinition[]

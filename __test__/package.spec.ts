@@ -55,19 +55,38 @@ describe('npm pack', () => {
     for (const s of ['prepack', 'prepare', 'postpack', 'prepublish']) expect(PKG.scripts?.[s], s).toBeUndefined()
   })
 
-  it('ships exactly the loader, the types, the native binary, the README and package.json', () => {
+  it('ships exactly the loader, the types, the native binary, the README, the docs, the licence and package.json', () => {
     expect(packed.name).toBe('session-tools')
     expect(fs.existsSync(tarball)).toBe(true)
     const files = packed.files.map((f) => f.path).sort()
-    expect(files).toEqual(['README.md', 'bin/session-tools.js', 'examples/demo.mjs', 'index.d.ts', 'index.js', 'package.json', BINARY].sort())
+    const docs = (fs.readdirSync(path.join(ROOT, 'docs'), { recursive: true }) as string[])
+      .filter((f) => fs.statSync(path.join(ROOT, 'docs', f)).isFile())
+      .map((f) => `docs/${f.split(path.sep).join('/')}`)
+    const fixed = ['LICENSE', 'README.md', 'bin/session-tools.js', 'examples/demo.mjs', 'index.d.ts', 'index.js', 'package.json', BINARY]
+    expect(files).toEqual([...fixed, ...docs].sort())
     const binary = packed.files.find((f) => f.path === BINARY)!
     expect(binary.size).toBe(fs.statSync(path.join(ROOT, BINARY)).size)
+  })
+
+  it('contains the contract, the behaviour notes, the integration guide and the MIT licence', () => {
+    const files = packed.files.map((f) => f.path)
+    for (const f of ['docs/API.md', 'docs/BEHAVIOUR.md', 'docs/INTEGRATION.md', 'LICENSE']) expect(files, f).toContain(f)
+    expect(PKG.license).toBe('MIT')
+    const licence = fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8')
+    expect(licence).toMatch(/^MIT License/)
+    expect(licence).toContain('Copyright (c) 2026 the session-tools authors')
+  })
+
+  it('keeps the shipped docs small: no generated file over 256 KiB, all of docs/ under 1 MiB', () => {
+    const docs = packed.files.filter((f) => f.path.startsWith('docs/'))
+    for (const f of docs) expect(f.size, f.path).toBeLessThan(256 << 10)
+    expect(docs.reduce((n, f) => n + f.size, 0)).toBeLessThan(1 << 20)
   })
 
   it('installs into a fresh project with main and types pointing at shipped files', () => {
     const dir = path.join(consumer, 'node_modules', 'session-tools')
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'))
-    for (const f of [manifest.main, manifest.types, BINARY, 'README.md']) expect(fs.existsSync(path.join(dir, f)), f).toBe(true)
+    for (const f of [manifest.main, manifest.types, BINARY, 'README.md', 'LICENSE', 'docs/API.md']) expect(fs.existsSync(path.join(dir, f)), f).toBe(true)
     expect(manifest.dependencies ?? {}).toEqual({})
   })
 })

@@ -182,9 +182,9 @@ proptest! {
     #[test]
     fn read_tools_answer_any_params_with_a_payload(params in shaped(TOOL_FIELDS), raw in json_value(), ctx in shaped(CTX_FIELDS)) {
         let e = tool_engine();
-        for name in ["sessions_list", "sessions_history", "agents_list"] {
+        for tool in [crate::tools::Tool::SessionsList, crate::tools::Tool::SessionsHistory, crate::tools::Tool::AgentsList] {
             for p in [&params, &raw] {
-                match crate::tools::run(&e, name, p, &ctx, true) {
+                match crate::tools::run(&e, tool, p, &ctx, true) {
                     Ok(v) => prop_assert!(v.get("details").is_some()),
                     Err(err) => prop_assert_eq!(err.code(), ErrorCode::InvalidRequest),
                 }

@@ -12,6 +12,29 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+/// Where an open store mirrors its transcripts, as the caller asked (API.md §1 `mirrorDir`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MirrorDir {
+    /// not given: `transcripts/` beside the store file; none for `:memory:`
+    Default,
+    /// `null`: no mirror
+    Off,
+    At(PathBuf),
+}
+
+impl MirrorDir {
+    /// The folder for a store opened at `path`, if any.
+    pub fn resolve(self, path: &str) -> Option<PathBuf> {
+        match self {
+            MirrorDir::Default => (path != ":memory:").then(|| {
+                Path::new(path).parent().map(|d| d.join("transcripts")).unwrap_or_else(|| PathBuf::from("transcripts"))
+            }),
+            MirrorDir::Off => None,
+            MirrorDir::At(dir) => Some(dir),
+        }
+    }
+}
+
 /// Longest session id that gets a mirror file.
 const MAX_FILE_ID: usize = 200;
 

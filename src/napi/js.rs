@@ -123,16 +123,6 @@ pub fn from_json_text<'env>(env: &'env Env, text: &str) -> napi::Result<Unknown<
     parse.call(s.to_unknown())
 }
 
-/// A core error as a JS `Error` with `code`.
-pub fn js_error(env: &Env, e: &CoreError) -> napi::Error {
-    let build = || -> napi::Result<napi::Error> {
-        let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.message()))?;
-        obj.set_named_property("code", e.code().as_str())?;
-        Ok(napi::Error::from(obj.to_unknown()))
-    };
-    build().unwrap_or_else(|err| err)
-}
-
 #[cfg(test)]
 mod tests {
     use super::replace_lone_surrogates;

@@ -169,7 +169,7 @@ pub fn queue<'env>(
 
 fn schedule_flush(env: &Env) -> napi::Result<()> {
     let flush = env.create_function_from_closure::<(), (), _>("sessionToolsFlush", |ctx| {
-        flush(&ctx.env);
+        flush(ctx.env);
         Ok(())
     })?;
     let global = env.get_global()?;

@@ -1,8 +1,12 @@
-//! The napi skin: the `SessionTools` class, JSON in and out of JS, and JS errors with a
-//! `code`. The only place napi types appear; all logic lives below it.
+//! The napi skin: the `SessionTools` class (`session_tools`), how its calls are scheduled
+//! (`jobs`, `lanes`), how results come back to the JS thread (`port`), JSON in and out of JS
+//! (`js`), JS errors with a `code` (`error`) and the host callbacks (`host`). The only place
+//! napi types appear; it decides nothing: all logic lives below it.
 
-mod class;
+mod error;
 mod host;
+mod jobs;
 mod js;
 mod lanes;
 mod port;
+mod session_tools;

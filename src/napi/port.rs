@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi::{sys, Env};
 
+use super::error::error_value;
 use super::js::from_json_text;
 use crate::error::{Error as CoreError, Result as CoreResult};
 
@@ -208,7 +209,7 @@ fn drain(env: &Env) {
 /// The rest of the queue on the next turn of the event loop.
 fn again(env: &Env) -> napi::Result<()> {
     let f = env.create_function_from_closure::<(), (), _>("sessionToolsDrain", |ctx| {
-        drain(&ctx.env);
+        drain(ctx.env);
         Ok(())
     })?;
     let global = env.get_global()?;
@@ -233,7 +234,7 @@ fn settle(env: &Env, d: Done) {
             }
             Err(e) => {
                 super::js::clear_pending(env);
-                let raw = error_object(env, &e).unwrap_or_else(|_| {
+                let raw = error_value(env, &e).map(|v| v.raw()).unwrap_or_else(|_| {
                     super::js::clear_pending(env);
                     let mut undefined = ptr::null_mut();
                     sys::napi_get_undefined(env.raw(), &mut undefined);
@@ -243,11 +244,4 @@ fn settle(env: &Env, d: Done) {
             }
         }
     }
-}
-
-/// An `Error` carrying `code`, as every rejection of the API.
-fn error_object(env: &Env, e: &CoreError) -> napi::Result<sys::napi_value> {
-    let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.message()))?;
-    obj.set_named_property("code", e.code().as_str())?;
-    Ok(obj.raw())
 }

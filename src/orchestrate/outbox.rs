@@ -11,12 +11,17 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use super::blocking;
+use super::task::blocking;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::{Error, Result};
 use crate::host::Event;
 pub use crate::store::outbox::OutboxRow;
+
+/// The outbox kind of an agent-to-agent announce (a `deliver` call).
+pub const A2A_ANNOUNCE: &str = "a2a_announce";
+/// The outbox kind of a sub-agent announce (a run on the requester with `deliver: true`).
+pub const SUBAGENT_ANNOUNCE: &str = "subagent_announce";
 
 /// A claim lasts this long; a claimant that dies is noticed sooner (its process is gone).
 const LEASE_MS: i64 = 15 * 60 * 1000;
@@ -228,16 +233,5 @@ fn store_error(err: &Error) -> Event {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_from_the_configured_wait_and_stops_at_a_minute() {
-        assert_eq!(backoff_after(1, 1000), 1000);
-        assert_eq!(backoff_after(2, 1000), 2000);
-        assert_eq!(backoff_after(3, 1000), 4000);
-        assert_eq!(backoff_after(7, 1000), 60_000);
-        assert_eq!(backoff_after(200, 1000), 60_000);
-        assert_eq!(backoff_after(1, 0), 0);
-    }
-}
+#[path = "outbox_tests.rs"]
+mod tests;

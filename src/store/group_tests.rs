@@ -215,8 +215,8 @@ fn an_inline_batch_runs_at_once_or_hands_every_job_back_without_waiting() {
     js.push(Box::new(|| Err(Error::invalid_request("mine alone"))));
     let outs = o.0.try_run_inline(js).ok().unwrap();
     assert_eq!(outs.len(), 4);
-    for i in 0..3 {
-        assert_eq!(outs[i].as_deref().unwrap(), format!("v{i}"));
+    for (i, out) in outs.iter().take(3).enumerate() {
+        assert_eq!(out.as_deref().unwrap(), format!("v{i}"));
         assert_eq!(label(&o.0, &format!("agent:main:i{i}")), Some(json!(format!("v{i}"))));
     }
     assert_eq!(outs[3].as_ref().unwrap_err().message(), "mine alone");

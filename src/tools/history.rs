@@ -4,85 +4,16 @@
 
 use serde_json::{json, Value};
 
+use super::target::{resolve_reference, spawned_by_requester};
 use super::{read_number, read_string, refusal, thrown, Requester, ToolContext};
-use crate::config::Config;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::Result;
-use crate::keys;
 use crate::policy::{a2a, sandbox};
 
 const TOOL: &str = "sessions_history";
 /// The gateway's serialized-size cap on a history answer.
 pub const MAX_HISTORY_BYTES: usize = 6 * 1024 * 1024;
-
-/// A session reference resolved for a requester (§1.6).
-pub struct Resolved {
-    pub key: String,
-    pub display: String,
-    pub via_session_id: bool,
-}
-
-/// §1.6 resolveSessionReference, with DECISIONS.md's requester-relative `main`. `Err` is the
-/// refusal payload.
-pub fn resolve_reference(
-    engine: &Engine,
-    cfg: &Config,
-    input: &str,
-    requester: &Requester,
-    restricted: bool,
-) -> Result<std::result::Result<Resolved, Value>> {
-    let km = cfg.key_model();
-    let not_visible =
-        || refusal("forbidden", format!("Session not visible from this sandboxed agent session: {input}"));
-    if !keys::should_resolve_as_session_id(input) {
-        let key = match km.resolve_for(input, &requester.agent) {
-            Ok(k) => k,
-            Err(e) => return Ok(Err(refusal("error", e.message()))),
-        };
-        return Ok(Ok(Resolved { display: km.display(&key, &requester.agent), key, via_session_id: false }));
-    }
-    // First as a key …
-    if let Ok(candidates) = km.store_keys(input) {
-        if engine.store().read(|db| db.first_session(&candidates))?.is_some() {
-            let key = candidates[0].clone();
-            return Ok(Ok(Resolved { display: km.display(&key, &requester.agent), key, via_session_id: false }));
-        }
-    }
-    // … then as a sessionId.
-    let rows = engine.store().read(|db| db.sessions_with_id(input, 64))?;
-    let keys: Vec<String> = rows
-        .into_iter()
-        .filter(|r| {
-            if restricted {
-                r.key != "global"
-                    && r.key != "unknown"
-                    && entry::str_field(&r.entry, "spawnedBy") == requester.key.as_deref()
-            } else {
-                true
-            }
-        })
-        .map(|r| r.key)
-        .collect();
-    match keys.as_slice() {
-        [one] => {
-            Ok(Ok(Resolved { display: km.display(one, &requester.agent), key: one.clone(), via_session_id: true }))
-        }
-        [] if restricted => Ok(Err(not_visible())),
-        [] => Ok(Err(refusal("error", format!("No session found: {}", crate::error::clip(input))))),
-        [a, b, ..] if !restricted => {
-            Ok(Err(refusal("error", format!("Multiple sessions found for sessionId: {input} ({a}, {b})"))))
-        }
-        _ => Ok(Err(not_visible())),
-    }
-}
-
-/// Whether a key-mode target is one of the requester's children (§4.1 step 4).
-pub fn spawned_by_requester(engine: &Engine, key: &str, requester: &Requester) -> Result<bool> {
-    let Some(req) = &requester.key else { return Ok(false) };
-    let e = engine.store().read(|db| db.session(key))?;
-    Ok(e.as_ref().and_then(|e| entry::str_field(e, "spawnedBy")) == Some(req.as_str()))
-}
 
 pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
     let Some(input) = read_string(args, "sessionKey") else {
@@ -94,9 +25,9 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
         Err(e) => return Ok(thrown(TOOL, e.message())),
     };
     let restricted = sandbox::restrict_to_spawned(&cfg, ctx.sandboxed, requester.key.as_deref(), &requester.agent);
-    let target = match resolve_reference(engine, &cfg, &input, &requester, restricted)? {
+    let target = match resolve_reference(engine, &cfg, &input, &requester, restricted) {
         Ok(t) => t,
-        Err(payload) => return Ok(payload),
+        Err(refused) => return refused.into_payload(),
     };
     if restricted && !target.via_session_id && !spawned_by_requester(engine, &target.key, &requester)? {
         return Ok(refusal("forbidden", format!("Session not visible from this sandboxed agent session: {input}")));

@@ -1,13 +1,22 @@
 //! The agent tools: what a model calls, with what it may pass, and what it gets back.
 //!
-//! One file per tool, plus the shared parameter readers (REFERENCE.md preamble), the caller's
-//! [`ToolContext`] and the tool definitions (JSON Schemas). Tools work through the
-//! [`Engine`](crate::engine::Engine) and the store's typed methods; they never talk SQL. A tool
-//! never fails because of what the model sent: every refusal is a payload.
+//! [`Tool`] (`tool.rs`) is the one list of tools and their definitions (JSON Schemas); one file
+//! per tool's surface (`list`, `history`, `agents`, and the parameters and refusals of `send`
+//! and `spawn`, whose runs are the orchestration's), `target` for the session a reference names,
+//! plus here the shared parameter readers (REFERENCE.md preamble), the caller's
+//! [`ToolContext`], and [`Refusal`]. Tools work through the [`Engine`](crate::engine::Engine) and
+//! the store's typed methods; they never talk SQL. A tool never fails because of what the model
+//! sent: every refusal is a payload.
 
 pub mod agents;
 pub mod history;
 pub mod list;
+pub mod send;
+pub mod spawn;
+pub mod target;
+pub mod tool;
+
+pub use tool::Tool;
 
 use serde_json::{json, Map, Value};
 
@@ -131,132 +140,92 @@ pub fn thrown(tool: &str, error: impl std::fmt::Display) -> Value {
     json!({"status": "error", "tool": tool, "error": error.to_string()})
 }
 
+/// Why a tool call ends before it does anything: a refusal the model sees as a payload, or a
+/// failure of the store (an error). `?` turns a store error into one.
+#[derive(Debug)]
+pub enum Refusal {
+    Payload(Value),
+    Failed(Error),
+}
+
+impl From<Error> for Refusal {
+    fn from(e: Error) -> Refusal {
+        Refusal::Failed(e)
+    }
+}
+
+impl Refusal {
+    /// What the tool returns: the payload, or the store's error.
+    pub fn into_payload(self) -> Result<Value> {
+        match self {
+            Refusal::Payload(p) => Ok(p),
+            Refusal::Failed(e) => Err(e),
+        }
+    }
+}
+
+/// A step of a tool that may refuse.
+pub type Checked<T> = std::result::Result<T, Refusal>;
+
 /// `{status, error}` refusal payload.
 pub fn refusal(status: &str, error: impl std::fmt::Display) -> Value {
     json!({"status": status, "error": error.to_string()})
 }
 
-/// The tool names, in definition order.
-pub const TOOL_NAMES: &[&str] =
-    &["sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"];
-
-/// The tool definitions (API.md §3): numbers typed `number`, no top-level anyOf/oneOf. A
-/// sub-agent caller gets none of the session tools (REFERENCE.md §6.9).
+/// The tool definitions (API.md §3). A sub-agent caller gets none of the session tools
+/// (REFERENCE.md §6.9).
 pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
+    available(ctx).into_iter().map(Tool::definition).collect()
+}
+
+/// The tools a caller is offered, in definition order: none for a sub-agent caller.
+pub fn available(ctx: &ToolContext) -> Vec<Tool> {
     if ctx.agent_session_key.as_deref().map(keys::is_subagent_key).unwrap_or(false) {
         return Vec::new();
     }
-    vec![
-        json!({
-            "name": "sessions_list",
-            "label": "Sessions",
-            "description": "List sessions, optionally filtered by kind and recent activity, with their last messages.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "kinds": {"type": "array", "items": {"type": "string"}, "description": "Only these kinds: main, group, cron, hook, node, other."},
-                    "limit": {"type": "number", "minimum": 1, "description": "Most rows to return."},
-                    "activeMinutes": {"type": "number", "minimum": 1, "description": "Only sessions updated within this many minutes."},
-                    "messageLimit": {"type": "number", "minimum": 0, "description": "Include up to this many last messages per session (0-20)."}
-                }
-            }
-        }),
-        json!({
-            "name": "sessions_history",
-            "label": "Session History",
-            "description": "Fetch the message history of a session, by session key or sessionId.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "sessionKey": {"type": "string", "description": "A session key or a sessionId from sessions_list."},
-                    "limit": {"type": "number", "minimum": 1, "description": "Most messages to return."},
-                    "includeTools": {"type": "boolean", "description": "Include tool results."},
-                    "maxChars": {"type": "number", "minimum": 1, "description": "Drop the oldest messages while the messages JSON is longer than this."}
-                },
-                "required": ["sessionKey"]
-            }
-        }),
-        json!({
-            "name": "sessions_send",
-            "label": "Session Send",
-            "description": "Send a message into another session, chosen by sessionKey (or sessionId) or by label, and wait for its reply (timeoutSeconds 0: do not wait). The exchange may continue back and forth, and its outcome may be announced to the target's channel.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "sessionKey": {"type": "string", "description": "The target session's key or sessionId."},
-                    "label": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The target session's label (instead of sessionKey)."},
-                    "agentId": {"type": "string", "minLength": 1, "maxLength": 64, "description": "With label: the agent whose sessions the label is looked up in."},
-                    "message": {"type": "string", "description": "The message to send."},
-                    "timeoutSeconds": {"type": "number", "minimum": 0, "description": "How long to wait for the reply (default 30; 0: send and return at once)."}
-                },
-                "required": ["message"]
-            }
-        }),
-        json!({
-            "name": "sessions_spawn",
-            "label": "Sessions",
-            "description": "Spawn a sub-agent that works on a task in the background in its own session; its result is announced back to this chat when it finishes.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "task": {"type": "string", "description": "What the sub-agent is to do."},
-                    "label": {"type": "string", "description": "A short name for the task."},
-                    "agentId": {"type": "string", "description": "Run the sub-agent as this agent (see agents_list)."},
-                    "model": {"type": "string", "description": "Model for the sub-agent (provider/model)."},
-                    "thinking": {"type": "string", "description": "Thinking level: off, minimal, low, medium, high."},
-                    "runTimeoutSeconds": {"type": "number", "minimum": 0, "description": "Stop the sub-agent after this many seconds (0: the default)."},
-                    "timeoutSeconds": {"type": "number", "minimum": 0, "description": "Older name of runTimeoutSeconds."},
-                    "cleanup": {"type": "string", "enum": ["delete", "keep"], "description": "Delete the sub-agent's session after it announces, or keep it (default)."}
-                },
-                "required": ["task"]
-            }
-        }),
-        json!({
-            "name": "agents_list",
-            "label": "Agents",
-            "description": "List the agent ids this session may use with sessions_spawn.",
-            "parameters": {"type": "object", "properties": {}}
-        }),
-    ]
+    Tool::ALL.to_vec()
 }
 
 /// As [`run`] for a caller that wants the payload as JSON text (`wrap` false): `sessions_list`
 /// builds its rows straight into text; the other tools serialize their value.
-pub fn run_text(engine: &crate::engine::Engine, name: &str, params: &Value, ctx: &Value) -> Result<String> {
-    if name == "sessions_list" {
+pub fn run_text(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx: &Value) -> Result<String> {
+    if tool == Tool::SessionsList {
         let c = ToolContext::from_json(ctx)?;
         return match list::run_text(engine, params, &c) {
             Ok(list::Listing(text)) => Ok(text),
-            Err(e) => payload_or_error(name, Err(e)).map(|v| v.to_string()),
+            Err(e) => payload_or_error(tool, Err(e)).map(|v| v.to_string()),
         };
     }
-    let v = run(engine, name, params, ctx, false)?;
+    let v = run(engine, tool, params, ctx, false)?;
     serde_json::to_string(&v).map_err(|e| Error::store(format!("cannot encode the result: {e}")))
 }
 
-/// Runs a tool by name for a caller whose context arrives as JSON; `wrap` gives the
+/// Runs a store-job tool for a caller whose context arrives as JSON; `wrap` gives the
 /// `{content, details}` envelope. The store's own failures (`CLOSED`, `STORE_ERROR`) are errors;
-/// anything else a tool refuses or throws is a payload.
-pub fn run(engine: &crate::engine::Engine, name: &str, params: &Value, ctx: &Value, wrap: bool) -> Result<Value> {
+/// anything else a tool refuses or throws is a payload. The orchestrated tools are run by the
+/// orchestrator ([`Tool::is_orchestrated`]); asked of this function, they are refused.
+pub fn run(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx: &Value, wrap: bool) -> Result<Value> {
     let ctx = ToolContext::from_json(ctx)?;
-    let details = match name {
-        "sessions_list" => list::run(engine, params, &ctx),
-        "sessions_history" => history::run(engine, params, &ctx),
-        "agents_list" => agents::run(&engine.config(), &ctx),
-        other => return Err(Error::invalid_request(format!("unknown tool: {}", crate::error::clip(other)))),
+    let details = match tool {
+        Tool::SessionsList => list::run(engine, params, &ctx),
+        Tool::SessionsHistory => history::run(engine, params, &ctx),
+        Tool::AgentsList => agents::run(&engine.config(), &ctx),
+        Tool::SessionsSend | Tool::SessionsSpawn => {
+            return Err(Error::invalid_request(format!("{} needs the orchestrator", tool.name())))
+        }
     };
-    let details = payload_or_error(name, details)?;
+    let details = payload_or_error(tool, details)?;
     Ok(if wrap { envelope(details) } else { details })
 }
 
 /// What a tool's outcome becomes: the store's own failures (`CLOSED`, `STORE_ERROR`) stay
 /// errors; anything else a tool refuses or throws is the `{status: "error", tool, error}`
 /// payload the model sees.
-pub fn payload_or_error(name: &str, details: Result<Value>) -> Result<Value> {
+pub fn payload_or_error(tool: Tool, details: Result<Value>) -> Result<Value> {
     match details {
         Ok(d) => Ok(d),
         Err(e) if matches!(e.code(), crate::error::ErrorCode::Closed | crate::error::ErrorCode::StoreError) => Err(e),
-        Err(e) => Ok(thrown(name, e.message())),
+        Err(e) => Ok(thrown(tool.name(), e.message())),
     }
 }
 

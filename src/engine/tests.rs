@@ -1,5 +1,6 @@
 //! Tests of `engine`, kept beside it so the module itself reads top to bottom.
 use super::*;
+use crate::config::PolicyAction;
 use crate::error::ErrorCode;
 
 fn engine(cfg: Value) -> Engine {

@@ -1,0 +1,834 @@
+//! `sessions_send` end to end over a fake host (REFERENCE.md §5 scenarios).
+
+use super::route::{announce_route, Route};
+use super::*;
+use crate::config::Config;
+use crate::host::testing::FakeHost;
+use crate::host::AgentRunRequest;
+use crate::store::Store;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+/// What a run of the flow is, told from its prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Primary,
+    RequesterTurn,
+    TargetTurn,
+    Announce,
+    Other,
+}
+
+fn kind(req: &AgentRunRequest) -> Kind {
+    let ctx = req.options.extra_system_prompt.as_deref().unwrap_or_default();
+    if ctx.starts_with("Agent-to-agent message context:") {
+        Kind::Primary
+    } else if ctx.starts_with("Agent-to-agent reply step:") {
+        if ctx.contains("Current agent: Agent 1 (requester).") {
+            Kind::RequesterTurn
+        } else {
+            Kind::TargetTurn
+        }
+    } else if req.message == prompts::ANNOUNCE_STEP_MESSAGE && ctx.starts_with("Agent-to-agent announce step:") {
+        Kind::Announce
+    } else {
+        Kind::Other
+    }
+}
+
+type Script = dyn Fn(Kind, &AgentRunRequest) -> std::result::Result<String, String> + Send + Sync;
+
+/// A host answering each run with what `f` says for its kind.
+fn scripted(
+    f: impl Fn(Kind, &AgentRunRequest) -> std::result::Result<String, String> + Send + Sync + 'static,
+) -> FakeHost {
+    let f: Arc<Script> = Arc::new(f);
+    FakeHost::new(move |req| {
+        let r = f(kind(&req), &req);
+        Box::pin(async move { r.map(|text| json!({ "reply": text })) })
+    })
+}
+
+/// The reference's mocks (D1–D2): the target answers `initial`, the requester's turn
+/// `pong`, the target's turn `REPLY_SKIP`, the announce step `ANNOUNCE_SKIP`.
+fn ping_pong_host(primary: &'static str) -> FakeHost {
+    scripted(move |k, _| {
+        Ok(match k {
+            Kind::Primary => primary,
+            Kind::RequesterTurn => "pong",
+            Kind::TargetTurn => "REPLY_SKIP",
+            Kind::Announce => "ANNOUNCE_SKIP",
+            Kind::Other => "?",
+        }
+        .to_owned())
+    })
+}
+
+async fn open(config: Value, host: FakeHost) -> (Arc<Orchestrator>, Arc<FakeHost>) {
+    let cfg = Config::from_json(&config).unwrap();
+    let engine = Arc::new(Engine::new(Store::open(":memory:").unwrap(), cfg, None));
+    let host = Arc::new(host);
+    let orch = Orchestrator::new(engine, host.clone());
+    orch.start().await.unwrap();
+    (orch, host)
+}
+
+async fn send(orch: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
+    orch.tool(crate::tools::Tool::SessionsSend, params, ctx, false).await.unwrap()
+}
+
+/// Polls `f` every 10 ms for up to 5 s.
+async fn eventually(what: &str, f: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("not within 5 s: {what}");
+}
+
+fn count(host: &FakeHost, kind: &str) -> usize {
+    host.event_kinds().iter().filter(|k| **k == kind).count()
+}
+
+/// Waits for `n` agent-to-agent flows to end.
+async fn flows_end(host: &FakeHost, n: usize) {
+    eventually(&format!("{n} a2a flow(s) end"), || count(host, "a2a.end") >= n).await;
+}
+
+fn kinds(host: &FakeHost) -> Vec<Kind> {
+    host.requests().iter().map(kind).collect()
+}
+
+fn keys_of(v: &Value) -> Vec<String> {
+    v.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+}
+
+fn is_uuid(v: &Value) -> bool {
+    v.as_str().and_then(|s| uuid::Uuid::parse_str(s).ok()).is_some()
+}
+
+fn two_turns() -> Value {
+    json!({"session": {"agentToAgent": {"maxPingPongTurns": 2}}})
+}
+
+fn discord_requester() -> Value {
+    json!({"agentSessionKey": "discord:group:req", "agentChannel": "discord"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d1_fire_and_forget_is_accepted_and_the_flow_makes_four_nested_webchat_runs() {
+    let (orch, host) = open(two_turns(), ping_pong_host("initial")).await;
+    let out =
+        send(&orch, json!({"sessionKey": "main", "message": "ping", "timeoutSeconds": 0}), discord_requester()).await;
+    assert_eq!(keys_of(&out), ["runId", "status", "sessionKey", "delivery"]);
+    assert_eq!(out["status"], "accepted");
+    assert_eq!(out["sessionKey"], "main");
+    assert_eq!(out["delivery"], json!({"status": "pending", "mode": "announce"}));
+    flows_end(&host, 1).await;
+    let reqs = host.requests();
+    assert_eq!(out["runId"], reqs[0].run_id.as_str(), "runId is the primary run's id");
+    assert_eq!(kinds(&host), [Kind::Primary, Kind::RequesterTurn, Kind::TargetTurn, Kind::Announce]);
+    let sessions: Vec<&str> = reqs.iter().map(|r| r.session_key.as_str()).collect();
+    assert_eq!(sessions, ["agent:main:main", "agent:main:discord:group:req", "agent:main:main", "agent:main:main"]);
+    for r in &reqs {
+        assert_eq!(
+            (r.options.lane, r.options.channel.as_deref(), r.options.deliver),
+            (Lane::Nested, Some("webchat"), false)
+        );
+        assert_eq!(r.options.chain_id, reqs[0].options.chain_id);
+    }
+    // a fire-and-forget primary runs with the agents' default timeout
+    assert_eq!(reqs[0].options.timeout_ms, 600_000);
+    assert!(host.deliveries().is_empty());
+    assert_eq!(count(&host, "a2a.turn"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d2_wait_mode_returns_the_reply_and_the_flow_shows_all_three_prompts() {
+    let (orch, host) = open(two_turns(), ping_pong_host("done")).await;
+    let out =
+        send(&orch, json!({"sessionKey": "main", "message": " ping ", "timeoutSeconds": 1}), discord_requester()).await;
+    assert_eq!(keys_of(&out), ["runId", "status", "reply", "sessionKey", "delivery"]);
+    assert_eq!(
+        (out["status"].as_str(), out["reply"].as_str(), out["sessionKey"].as_str()),
+        (Some("ok"), Some("done"), Some("main"))
+    );
+    assert_eq!(out["delivery"], json!({"status": "pending", "mode": "announce"}));
+    flows_end(&host, 1).await;
+    let reqs = host.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(reqs[0].message, "ping", "the message is trimmed");
+    assert_eq!(reqs[0].options.timeout_ms, 1000);
+    assert_eq!(
+        reqs[0].options.extra_system_prompt.as_deref(),
+        Some(
+            "Agent-to-agent message context:\nAgent 1 (requester) session: discord:group:req.\n\
+             Agent 1 (requester) channel: discord.\nAgent 2 (target) session: main."
+        )
+    );
+    assert_eq!(
+        reqs[1].options.extra_system_prompt.as_deref(),
+        Some(
+            "Agent-to-agent reply step:\nCurrent agent: Agent 1 (requester).\nTurn 1 of 2.\n\
+             Agent 1 (requester) session: discord:group:req.\nAgent 1 (requester) channel: discord.\n\
+             Agent 2 (target) session: main.\nAgent 2 (target) channel: unknown.\n\
+             If you want to stop the ping-pong, reply exactly \"REPLY_SKIP\"."
+        )
+    );
+    assert_eq!((reqs[1].message.as_str(), reqs[2].message.as_str()), ("done", "pong"));
+    assert!(reqs[2].options.extra_system_prompt.as_deref().unwrap_or_default().contains("Turn 2 of 2."));
+    assert_eq!(reqs[3].message, "Agent-to-agent announce step.");
+    assert_eq!(
+        reqs[3].options.extra_system_prompt.as_deref(),
+        Some(
+            "Agent-to-agent announce step:\nAgent 1 (requester) session: discord:group:req.\n\
+             Agent 1 (requester) channel: discord.\nAgent 2 (target) session: main.\n\
+             Agent 2 (target) channel: unknown.\nOriginal request: ping\nRound 1 reply: done\n\
+             Latest reply: pong\nIf you want to remain silent, reply exactly \"ANNOUNCE_SKIP\".\n\
+             Any other reply will be posted to the target channel.\n\
+             After this reply, the agent-to-agent conversation is over."
+        )
+    );
+    // each run's incoming message names the other side as its source
+    let (_, _, page) = orch.engine().chat_history(&json!("agent:main:discord:group:req"), &Value::Null).unwrap();
+    let first: Value = serde_json::from_str(&page.messages[0].json).unwrap();
+    assert_eq!(first["provenance"]["kind"], "inter_session");
+    assert_eq!(first["provenance"]["sourceSessionKey"], "agent:main:main");
+    let (_, _, page) = orch.engine().chat_history(&json!("agent:main:main"), &Value::Null).unwrap();
+    let first: Value = serde_json::from_str(&page.messages[0].json).unwrap();
+    assert_eq!(first["provenance"]["sourceSessionKey"], "agent:main:discord:group:req");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d3_a_group_target_gets_its_announce_delivered_to_its_channel() {
+    let host = scripted(|k, _| {
+        Ok(match k {
+            Kind::Primary => "initial",
+            Kind::RequesterTurn => "pong-1",
+            Kind::TargetTurn => "pong-2",
+            _ => "announce now",
+        }
+        .to_owned())
+    });
+    let (orch, host) = open(two_turns(), host).await;
+    let out = send(&orch, json!({"sessionKey": "discord:group:target", "message": "hi"}), discord_requester()).await;
+    assert_eq!(out["status"], "ok");
+    assert_eq!(out["reply"], "initial");
+    assert_eq!(out["sessionKey"], "agent:main:discord:group:target");
+    flows_end(&host, 1).await;
+    assert_eq!(kinds(&host), [Kind::Primary, Kind::RequesterTurn, Kind::TargetTurn, Kind::Announce]);
+    let announce = &host.requests()[3];
+    let ctx = announce.options.extra_system_prompt.clone().unwrap_or_default();
+    assert!(ctx.contains("Agent 2 (target) channel: discord.\n") && ctx.contains("Latest reply: pong-2"), "{ctx}");
+    eventually("the announce is delivered", || count(&host, "delivery.sent") == 1).await;
+    let d = host.deliveries();
+    assert_eq!(d.len(), 1);
+    assert_eq!(keys_of(&d[0]), ["channel", "to", "message", "idempotencyKey", "sessionKey", "kind"]);
+    assert_eq!(
+        (&d[0]["channel"], &d[0]["to"], &d[0]["message"], &d[0]["sessionKey"], &d[0]["kind"]),
+        (
+            &json!("discord"),
+            &json!("channel:target"),
+            &json!("announce now"),
+            &json!("agent:main:discord:group:target"),
+            &json!("a2a_announce")
+        )
+    );
+    assert!(is_uuid(&d[0]["idempotencyKey"]));
+    let queued = host.events().into_iter().find(|e| e.kind == "a2a.announce").unwrap();
+    assert_eq!(queued.details["status"], "queued");
+    assert_eq!(queued.details["idempotencyKey"], d[0]["idempotencyKey"]);
+}
+
+/// D4: the requester's first turn says `REPLY_SKIP`; the announce step answers `announce`.
+async fn d4_case(announce: &'static str) -> Arc<FakeHost> {
+    let host = scripted(move |k, _| {
+        Ok(match k {
+            Kind::Primary => "initial",
+            Kind::RequesterTurn => "  REPLY_SKIP \n",
+            Kind::TargetTurn => "never asked",
+            _ => announce,
+        }
+        .to_owned())
+    });
+    let (orch, host) = open(Value::Null, host).await;
+    let out = send(&orch, json!({"sessionKey": "discord:group:target", "message": "hi"}), discord_requester()).await;
+    assert_eq!(out["status"], "ok");
+    flows_end(&host, 1).await;
+    assert_eq!(kinds(&host), [Kind::Primary, Kind::RequesterTurn, Kind::Announce]);
+    host
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d4_reply_skip_ends_the_loop_announce_skip_posts_nothing_other_replies_post_trimmed() {
+    let host = d4_case("ANNOUNCE_SKIP").await;
+    let skipped = host.events().into_iter().find(|e| e.kind == "a2a.announce").unwrap();
+    assert_eq!(skipped.details["status"], "skipped");
+    assert!(host.deliveries().is_empty());
+
+    let host = d4_case("  hello ").await;
+    eventually("the announce is delivered", || host.deliveries().len() == 1).await;
+    assert_eq!(host.deliveries()[0]["message"], "hello");
+    // "REPLY_SKIP now" is not a skip
+    assert!(!prompts::is_reply_skip("REPLY_SKIP now"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d5_d6_d7_t2_target_parameter_errors() {
+    let (orch, host) = open(Value::Null, FakeHost::replying("x")).await;
+    let both = send(&orch, json!({"sessionKey": "main", "label": "w", "message": "m"}), Value::Null).await;
+    assert_eq!(keys_of(&both), ["runId", "status", "error"]);
+    assert_eq!((&both["status"], &both["error"]), (&json!("error"), &json!(BOTH_GIVEN)));
+    assert!(is_uuid(&both["runId"]));
+    let neither = send(&orch, json!({"message": "m", "label": "  "}), Value::Null).await;
+    assert_eq!(neither["error"], NONE_GIVEN);
+    let unknown = send(&orch, json!({"label": "nobody", "message": "m"}), Value::Null).await;
+    assert_eq!(
+        (&unknown["status"], &unknown["error"]),
+        (&json!("error"), &json!("No session found with label: nobody"))
+    );
+    for params in [
+        json!({"sessionKey": "main"}),
+        json!({"sessionKey": "main", "message": "   "}),
+        json!({"sessionKey": "main", "message": 5}),
+    ] {
+        let out = send(&orch, params, Value::Null).await;
+        assert_eq!(out, json!({"status": "error", "tool": "sessions_send", "error": "message required"}));
+    }
+    assert!(host.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d8_a_label_resolves_to_its_session() {
+    let (orch, host) = open(Value::Null, FakeHost::replying("labeled response")).await;
+    orch.engine().patch_session(&json!({"key": "test-labeled-session", "label": "my-test-worker"})).unwrap();
+    let out = send(&orch, json!({"label": "my-test-worker", "message": "hi", "timeoutSeconds": 5}), Value::Null).await;
+    assert_eq!(out["status"], "ok");
+    assert_eq!(out["reply"], "labeled response");
+    assert_eq!(out["sessionKey"], "agent:main:test-labeled-session");
+    flows_end(&host, 1).await;
+    // no requester: no requester lines, no reply-back loop, only the announce step
+    assert_eq!(kinds(&host), [Kind::Primary, Kind::Announce]);
+    assert_eq!(
+        host.requests()[0].options.extra_system_prompt.as_deref(),
+        Some("Agent-to-agent message context:\nAgent 2 (target) session: agent:main:test-labeled-session.")
+    );
+    assert_eq!(count(&host, "a2a.turn"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d9_cross_agent_sends_follow_the_agent_to_agent_policy_and_make_no_run() {
+    let requester = json!({"agentSessionKey": "agent:main:main"});
+    let (orch, host) = open(Value::Null, FakeHost::replying("x")).await;
+    let out = send(&orch, json!({"sessionKey": "agent:other:main", "message": "m"}), requester.clone()).await;
+    assert_eq!(keys_of(&out), ["runId", "status", "error", "sessionKey"]);
+    assert_eq!(
+        (&out["status"], &out["error"], &out["sessionKey"]),
+        (&json!("forbidden"), &json!(A2A_DISABLED), &json!("agent:other:main"))
+    );
+    let by_label = send(&orch, json!({"label": "w", "agentId": "other", "message": "m"}), requester.clone()).await;
+    assert_eq!((&by_label["status"], &by_label["error"]), (&json!("forbidden"), &json!(A2A_DISABLED)));
+    assert!(host.requests().is_empty());
+
+    let cfg = json!({"tools": {"agentToAgent": {"enabled": true, "allow": ["main"]}}});
+    let (orch, host) = open(cfg, FakeHost::replying("x")).await;
+    let out = send(&orch, json!({"sessionKey": "agent:other:main", "message": "m"}), requester.clone()).await;
+    assert_eq!((&out["status"], &out["error"]), (&json!("forbidden"), &json!(A2A_DENIED)));
+    assert!(host.requests().is_empty());
+
+    let cfg = json!({"tools": {"agentToAgent": {"enabled": true}}});
+    let (orch, host) = open(cfg, FakeHost::replying("x")).await;
+    let out =
+        send(&orch, json!({"sessionKey": "agent:other:main", "message": "m", "timeoutSeconds": 0}), requester).await;
+    assert_eq!(out["status"], "accepted");
+    eventually("the primary runs", || !host.requests().is_empty()).await;
+    assert_eq!(host.requests()[0].session_key, "agent:other:main");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d10_x3_a_sandboxed_requester_reaches_only_its_children() {
+    let sandboxed = json!({"agentSessionKey": "agent:main:main", "sandboxed": true});
+    let (orch, host) = open(Value::Null, FakeHost::replying("child here")).await;
+    let out = send(&orch, json!({"label": "w", "agentId": "other", "message": "m"}), sandboxed.clone()).await;
+    assert_eq!((&out["status"], &out["error"]), (&json!("forbidden"), &json!(SANDBOX_LABEL_LOOKUP)));
+    let out = send(&orch, json!({"sessionKey": "agent:main:stranger", "message": "m"}), sandboxed.clone()).await;
+    assert_eq!(
+        (&out["status"], &out["error"], &out["sessionKey"]),
+        (
+            &json!("forbidden"),
+            &json!("Session not visible from this sandboxed agent session: agent:main:stranger"),
+            &json!("agent:main:stranger")
+        )
+    );
+    orch.engine().patch_session(&json!({"key": "agent:main:stranger", "label": "w"})).unwrap();
+    let out = send(&orch, json!({"label": "w", "message": "m"}), sandboxed.clone()).await;
+    assert_eq!(out["error"], "Session not visible from this sandboxed agent session: label=w");
+    let out = send(&orch, json!({"sessionKey": "no-such-id", "message": "m"}), sandboxed.clone()).await;
+    assert_eq!(out["error"], "Session not visible from this sandboxed agent session: no-such-id");
+    assert!(host.requests().is_empty());
+
+    orch.engine()
+        .patch_session(&json!({"key": "agent:main:subagent:kid", "label": "kid", "spawnedBy": "agent:main:main"}))
+        .unwrap();
+    let out = send(&orch, json!({"label": "kid", "message": "m", "timeoutSeconds": 5}), sandboxed.clone()).await;
+    assert_eq!((&out["status"], &out["reply"]), (&json!("ok"), &json!("child here")));
+    let out =
+        send(&orch, json!({"sessionKey": "agent:main:subagent:kid", "message": "m", "timeoutSeconds": 5}), sandboxed)
+            .await;
+    assert_eq!(out["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d11_a_failed_run_is_an_error_with_its_message_or_agent_error_and_starts_no_flow() {
+    let host = FakeHost::new(|req| {
+        let err = if req.message == "silent" { String::new() } else { "model down".to_owned() };
+        Box::pin(async move { Err(err) })
+    });
+    let (orch, host) = open(Value::Null, host).await;
+    let out = send(&orch, json!({"sessionKey": "discord:group:t", "message": "silent"}), discord_requester()).await;
+    assert_eq!(keys_of(&out), ["runId", "status", "error", "sessionKey"]);
+    assert_eq!((&out["status"], &out["error"]), (&json!("error"), &json!("agent error")));
+    let out = send(&orch, json!({"sessionKey": "discord:group:t", "message": "loud"}), discord_requester()).await;
+    assert_eq!((&out["status"], &out["error"]), (&json!("error"), &json!("model down")));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(host.requests().len(), 2);
+    assert_eq!(count(&host, "a2a.end"), 0, "no flow after an error");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d11_a_run_that_outlives_its_wait_and_its_timeout_is_a_timeout_with_no_flow() {
+    let host = FakeHost::new(|_| {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(3000)).await;
+            Ok(json!({"reply": "too late"}))
+        })
+    });
+    // the wait ends at timeoutSeconds (1 s); the run may go on to the agents' default
+    // timeout (2 s here), which it outlives too
+    let (orch, host) = open(json!({"agents": {"defaults": {"timeoutSeconds": 2}}}), host).await;
+    let out =
+        send(&orch, json!({"sessionKey": "discord:group:t", "message": "m", "timeoutSeconds": 1}), discord_requester())
+            .await;
+    assert_eq!(out["status"], "timeout");
+    assert_eq!(out["sessionKey"], "agent:main:discord:group:t");
+    // the run is aborted at the default timeout and never replied: nothing follows
+    eventually("the run is aborted", || count(&host, "run.timeout") == 1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(host.requests().len(), 1);
+    assert!(host.deliveries().is_empty());
+    for end in host.events().into_iter().filter(|e| e.kind == "a2a.end") {
+        assert_eq!(end.details["reason"], "no reply");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d13_a_target_whose_policy_denies_gets_no_run() {
+    let (orch, host) = open(Value::Null, FakeHost::replying("x")).await;
+    orch.engine().upsert_session(&json!("agent:main:quiet"), &json!({"sendPolicy": "deny"})).unwrap();
+    let out = send(&orch, json!({"sessionKey": "agent:main:quiet", "message": "m"}), discord_requester()).await;
+    assert_eq!(keys_of(&out), ["runId", "status", "error", "sessionKey"]);
+    assert_eq!(
+        (&out["status"], &out["error"], &out["sessionKey"]),
+        (&json!("error"), &json!(SEND_BLOCKED), &json!("agent:main:quiet"))
+    );
+    assert!(host.requests().is_empty());
+    assert_eq!(count(&host, "send.blocked"), 1);
+
+    let cfg = json!({"session": {"sendPolicy": {"rules": [{"action": "deny", "match": {"keyPrefix": "cron:"}}]}}});
+    let (orch, host) = open(cfg, FakeHost::replying("x")).await;
+    let out = send(&orch, json!({"sessionKey": "cron:job-1", "message": "m", "timeoutSeconds": 0}), Value::Null).await;
+    assert_eq!(out["error"], SEND_BLOCKED);
+    assert!(host.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d15_max_ping_pong_turns_bounds_the_reply_steps() {
+    let chatty = || scripted(|k, _| Ok(if k == Kind::Announce { "ANNOUNCE_SKIP" } else { "more" }.to_owned()));
+    for (turns, expected) in [(json!(9), 5), (Value::Null, 5), (json!(2.7), 2), (json!(0), 0)] {
+        let (orch, host) = open(json!({"session": {"agentToAgent": {"maxPingPongTurns": turns}}}), chatty()).await;
+        let out = send(
+            &orch,
+            json!({"sessionKey": "agent:main:t", "message": "m", "timeoutSeconds": 0}),
+            discord_requester(),
+        )
+        .await;
+        assert_eq!(out["status"], "accepted");
+        flows_end(&host, 1).await;
+        let steps = kinds(&host).iter().filter(|k| matches!(k, Kind::RequesterTurn | Kind::TargetTurn)).count();
+        assert_eq!(steps, expected, "maxPingPongTurns {turns}");
+        assert_eq!(kinds(&host).last(), Some(&Kind::Announce));
+        if expected > 0 {
+            let last = &host.requests()[expected];
+            let ctx = last.options.extra_system_prompt.clone().unwrap_or_default();
+            assert!(ctx.contains(&format!("Turn {expected} of {expected}.")), "{ctx}");
+        }
+    }
+}
+
+#[test]
+fn d16_timeouts_are_floored_clamped_and_default_to_30_seconds() {
+    let t = |v: Value| Timing::of(&json!({ "timeoutSeconds": v }));
+    assert_eq!(t(json!(0)), Timing { timeout_seconds: 0, timeout_ms: 0, announce_timeout_ms: 30_000 });
+    assert_eq!(t(json!(1.9)), Timing { timeout_seconds: 1, timeout_ms: 1000, announce_timeout_ms: 1000 });
+    assert_eq!(Timing::of(&json!({})).timeout_ms, 30_000);
+    assert_eq!(t(json!("10")).timeout_ms, 30_000, "strings are ignored");
+    assert_eq!(t(json!(-5)).timeout_seconds, 0);
+    assert_eq!(t(json!(1e300)).timeout_ms, u64::MAX);
+    assert_eq!(t(json!(0)).step_wait_ms(), 30_000);
+    assert_eq!(t(json!(120)).step_wait_ms(), 60_000);
+    assert_eq!(t(json!(5)).step_wait_ms(), 5_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d16_the_primary_runs_with_the_send_timeout_or_the_agents_default() {
+    let cfg =
+        json!({"agents": {"defaults": {"timeoutSeconds": 42}}, "session": {"agentToAgent": {"maxPingPongTurns": 0}}});
+    let (orch, host) = open(cfg, FakeHost::replying("ANNOUNCE_SKIP")).await;
+    send(&orch, json!({"sessionKey": "agent:main:t", "message": "m", "timeoutSeconds": 1.9}), Value::Null).await;
+    send(&orch, json!({"sessionKey": "agent:main:t", "message": "m", "timeoutSeconds": 0}), Value::Null).await;
+    flows_end(&host, 2).await;
+    let primaries: Vec<u64> =
+        host.requests().iter().filter(|r| kind(r) == Kind::Primary).map(|r| r.options.timeout_ms).collect();
+    assert_eq!(primaries, [1000, 42_000]);
+    let announces: Vec<u64> =
+        host.requests().iter().filter(|r| kind(r) == Kind::Announce).map(|r| r.options.timeout_ms).collect();
+    assert_eq!(announces, [42_000, 42_000]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d14_a_run_that_ends_before_the_wait_begins_is_ok_and_huge_timeouts_are_fine() {
+    let (orch, host) = open(Value::Null, FakeHost::replying("pong")).await;
+    for timeout in [json!(30), json!(1e300)] {
+        let out =
+            send(&orch, json!({"sessionKey": "main", "message": "ping", "timeoutSeconds": timeout}), Value::Null).await;
+        assert_eq!((&out["status"], &out["reply"], &out["sessionKey"]), (&json!("ok"), &json!("pong"), &json!("main")));
+    }
+    flows_end(&host, 2).await;
+    let primary = &host.requests()[0];
+    assert_eq!((primary.options.lane, primary.session_key.as_str()), (Lane::Nested, "agent:main:main"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_step_into_a_denied_session_ends_the_loop_and_the_announce_still_runs() {
+    let host = scripted(|k, _| Ok(if k == Kind::Announce { "summary" } else { "more" }.to_owned()));
+    let (orch, host) = open(Value::Null, host).await;
+    orch.engine().upsert_session(&json!("discord:group:req"), &json!({"sendPolicy": "deny"})).unwrap();
+    let out = send(&orch, json!({"sessionKey": "discord:group:t", "message": "m"}), discord_requester()).await;
+    assert_eq!(out["status"], "ok");
+    flows_end(&host, 1).await;
+    assert_eq!(kinds(&host), [Kind::Primary, Kind::Announce]);
+    let turn = host.events().into_iter().find(|e| e.kind == "a2a.turn").unwrap();
+    assert_eq!(turn.details["status"], "blocked");
+    let blocked = host.events().into_iter().find(|e| e.kind == "send.blocked").unwrap();
+    assert_eq!(blocked.session_key.as_deref(), Some("agent:main:discord:group:req"));
+    eventually("the announce is delivered", || host.deliveries().len() == 1).await;
+    assert_eq!(host.deliveries()[0]["message"], "summary");
+}
+
+#[test]
+fn a_runs_reply_is_read_from_its_own_messages() {
+    let incoming =
+        |run: &str| json!({"role": "user", "content": [{"type": "text", "text": "q"}], "provenance": {"runId": run}});
+    let said = |t: &str| json!({"role": "assistant", "content": [{"type": "text", "text": t}]});
+    let msgs = vec![incoming("r1"), said("first"), incoming("r2"), said("second")];
+    assert_eq!(reply::latest_assistant_reply(run_messages(&msgs, "r1")).as_deref(), Some("first"));
+    assert_eq!(reply::latest_assistant_reply(run_messages(&msgs, "r2")).as_deref(), Some("second"));
+    // a later run that has only just begun hides nothing
+    let msgs = vec![incoming("r1"), said("first"), incoming("r2")];
+    assert_eq!(reply::latest_assistant_reply(run_messages(&msgs, "r1")).as_deref(), Some("first"));
+    assert_eq!(reply::latest_assistant_reply(run_messages(&msgs, "r2")), None);
+    // an incoming message out of reach: the session's latest reply, as the reference reads it
+    assert_eq!(reply::latest_assistant_reply(run_messages(&msgs[1..2], "r0")).as_deref(), Some("first"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d17_a_session_id_targets_its_session() {
+    let (orch, host) = open(Value::Null, FakeHost::replying("ANNOUNCE_SKIP")).await;
+    orch.engine().upsert_session(&json!("agent:main:discord:channel:123"), &json!({"sessionId": "sess-send"})).unwrap();
+    let out = send(&orch, json!({"sessionKey": "sess-send", "message": "m", "timeoutSeconds": 0}), Value::Null).await;
+    assert_eq!(out["status"], "accepted");
+    assert_eq!(out["sessionKey"], "agent:main:discord:channel:123");
+    eventually("the primary runs", || !host.requests().is_empty()).await;
+    assert_eq!(host.requests()[0].session_key, "agent:main:discord:channel:123");
+    let missing = send(&orch, json!({"sessionKey": "no-such-id", "message": "m"}), Value::Null).await;
+    assert_eq!(keys_of(&missing), ["runId", "status", "error"]);
+    assert_eq!((&missing["status"], &missing["error"]), (&json!("error"), &json!("No session found: no-such-id")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d21_d22_no_reply_steps_to_oneself_or_with_zero_turns() {
+    let (orch, host) = open(Value::Null, ping_pong_host("initial")).await;
+    let out =
+        send(&orch, json!({"sessionKey": "main", "message": "m"}), json!({"agentSessionKey": "agent:main:main"})).await;
+    assert_eq!(out["status"], "ok");
+    flows_end(&host, 1).await;
+    assert_eq!(kinds(&host), [Kind::Primary, Kind::Announce]);
+
+    let cfg = json!({"session": {"agentToAgent": {"maxPingPongTurns": 0}}});
+    let (orch, host) = open(cfg, ping_pong_host("initial")).await;
+    let out = send(&orch, json!({"sessionKey": "main", "message": "m"}), discord_requester()).await;
+    assert_eq!(out["status"], "ok");
+    flows_end(&host, 1).await;
+    assert_eq!(kinds(&host), [Kind::Primary, Kind::Announce]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_reply_after_timeout_still_gets_its_reply_back_and_announce() {
+    // The target session is busy for 1.7 s, so the primary (queued behind) outlives the 1 s
+    // wait but not its own timeout, which starts when it runs.
+    let host = FakeHost::new(|req| {
+        let k = kind(&req);
+        Box::pin(async move {
+            let reply = match k {
+                Kind::Other => {
+                    tokio::time::sleep(Duration::from_millis(1700)).await;
+                    "busy work done"
+                }
+                Kind::Primary => "late answer",
+                Kind::RequesterTurn => "thanks",
+                Kind::TargetTurn => "REPLY_SKIP",
+                Kind::Announce => "announcing late",
+            };
+            Ok(json!({ "reply": reply }))
+        })
+    });
+    let (orch, host) = open(two_turns(), host).await;
+    let busy = RunSpec {
+        session_key: "agent:main:discord:group:slow".into(),
+        message: "busy".into(),
+        provenance: Provenance { kind: "inter_session", source_session_key: None },
+        options: RunOptions::new(Lane::Nested, 10_000, "other-chain"),
+        chain_limit: None,
+    };
+    orch.runs().start(orch.engine().clone(), orch.host().clone(), busy).unwrap().unwrap();
+    let out = send(
+        &orch,
+        json!({"sessionKey": "discord:group:slow", "message": "m", "timeoutSeconds": 1}),
+        discord_requester(),
+    )
+    .await;
+    assert_eq!(keys_of(&out), ["runId", "status", "sessionKey"]);
+    assert_eq!(out["status"], "timeout");
+    flows_end(&host, 1).await;
+    assert_eq!(kinds(&host), [Kind::Other, Kind::Primary, Kind::RequesterTurn, Kind::TargetTurn, Kind::Announce]);
+    let announce = &host.requests()[4];
+    assert!(announce.options.extra_system_prompt.as_deref().unwrap_or_default().contains("Round 1 reply: late answer"));
+    eventually("the late announce is delivered", || host.deliveries().len() == 1).await;
+    assert_eq!(host.deliveries()[0]["message"], "announcing late");
+    assert_eq!(host.deliveries()[0]["to"], "channel:slow");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chain_budget_holds_across_three_agents_pinging_each_other() {
+    const MAX: usize = 5;
+    let cell: Arc<OnceLock<Weak<Orchestrator>>> = Arc::default();
+    let results: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let (c, r) = (cell.clone(), results.clone());
+    let host = FakeHost::new(move |req| {
+        let (orch, results) = (c.get().and_then(Weak::upgrade), r.clone());
+        let k = kind(&req);
+        Box::pin(async move {
+            if k != Kind::Primary {
+                return Ok(json!({"reply": "ANNOUNCE_SKIP"}));
+            }
+            let next = match req.session_key.as_str() {
+                "agent:main:a" => "agent:main:b",
+                "agent:main:b" => "agent:main:c",
+                _ => "agent:main:a",
+            };
+            let orch = orch.ok_or("the store is gone")?;
+            let ctx = json!({"agentSessionKey": req.session_key, "runId": req.run_id});
+            let params = json!({"sessionKey": next, "message": "pass it on", "timeoutSeconds": 0});
+            let out = orch
+                .tool(crate::tools::Tool::SessionsSend, params, ctx, false)
+                .await
+                .map_err(|e| e.message().to_owned())?;
+            results.lock().unwrap_or_else(|p| p.into_inner()).push(out);
+            Ok(json!({"reply": "passed"}))
+        })
+    });
+    let cfg = json!({"session": {"agentToAgent": {"maxPingPongTurns": 0, "maxChainTurns": MAX}}});
+    let (orch, host) = open(cfg, host).await;
+    let _ = cell.set(Arc::downgrade(&orch));
+    let first = send(
+        &orch,
+        json!({"sessionKey": "agent:main:b", "message": "start", "timeoutSeconds": 0}),
+        json!({"agentSessionKey": "agent:main:a"}),
+    )
+    .await;
+    assert_eq!(first["status"], "accepted");
+    let limit = chain_limit_text(MAX as u32);
+    let forbidden = || {
+        results
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|o| o["status"] == "forbidden" && o["error"] == limit.as_str())
+    };
+    eventually("a send is refused for the chain limit", forbidden).await;
+    // every flow has ended: the first one and one per accepted nested send
+    let accepted =
+        || results.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|o| o["status"] == "accepted").count();
+    eventually("every flow ends", || count(&host, "a2a.end") > accepted()).await;
+    let reqs = host.requests();
+    let chain = reqs[0].options.chain_id.clone();
+    assert!(reqs.iter().all(|r| r.options.chain_id == chain), "nested sends join the chain");
+    assert_eq!(reqs.len(), MAX, "the chain holds exactly maxChainTurns runs");
+    assert_eq!(limit, "Agent-to-agent chain limit reached (5 turns).");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_back_loop_that_reaches_the_chain_budget_stops_and_skips_the_announce() {
+    let cfg = json!({"session": {"agentToAgent": {"maxChainTurns": 3}}});
+    let chatty = scripted(|_, _| Ok("more".to_owned()));
+    let (orch, host) = open(cfg, chatty).await;
+    let out = send(&orch, json!({"sessionKey": "discord:group:t", "message": "m"}), discord_requester()).await;
+    assert_eq!(out["status"], "ok");
+    flows_end(&host, 1).await;
+    assert_eq!(kinds(&host), [Kind::Primary, Kind::RequesterTurn, Kind::TargetTurn]);
+    let turns: Vec<Value> =
+        host.events().into_iter().filter(|e| e.kind == "a2a.turn").map(|e| e.details["status"].clone()).collect();
+    assert_eq!(turns, [json!("ok"), json!("ok"), json!("chain_limit")]);
+    let announce = host.events().into_iter().find(|e| e.kind == "a2a.announce").unwrap();
+    assert_eq!(announce.details, *json!({"status": "skipped", "reason": "chain_limit"}).as_object().unwrap());
+    assert!(host.deliveries().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announce_to_a_target_denied_after_the_primary_is_blocked_at_delivery() {
+    let cell: Arc<OnceLock<Weak<Orchestrator>>> = Arc::default();
+    let c = cell.clone();
+    let host = scripted(move |k, req| {
+        if k == Kind::Announce {
+            // the owner turns sending off while the announce step runs
+            let orch = c.get().and_then(Weak::upgrade).ok_or("gone")?;
+            orch.engine()
+                .upsert_session(&json!(req.session_key), &json!({"sendPolicy": "deny"}))
+                .map_err(|e| e.to_string())?;
+            return Ok("announce now".to_owned());
+        }
+        Ok("REPLY_SKIP".to_owned())
+    });
+    let (orch, host) = open(Value::Null, host).await;
+    let _ = cell.set(Arc::downgrade(&orch));
+    let out = send(&orch, json!({"sessionKey": "discord:group:t", "message": "m"}), discord_requester()).await;
+    assert_eq!(out["status"], "ok");
+    eventually("the delivery is blocked", || count(&host, "delivery.blocked") == 1).await;
+    assert!(host.deliveries().is_empty());
+    let blocked = host.events().into_iter().find(|e| e.kind == "delivery.blocked").unwrap();
+    assert_eq!(blocked.session_key.as_deref(), Some("agent:main:discord:group:t"));
+    assert_eq!(blocked.details["reason"], SEND_BLOCKED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_that_fails_twice_is_tried_three_times_with_one_idempotency_key() {
+    let tries = Arc::new(AtomicUsize::new(0));
+    let t = tries.clone();
+    let host = scripted(|k, _| Ok(if k == Kind::Announce { "posted" } else { "REPLY_SKIP" }.to_owned())).with_deliver(
+        move |_| {
+            let n = t.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                if n < 2 {
+                    Err("channel down".to_owned())
+                } else {
+                    Ok(())
+                }
+            })
+        },
+    );
+    let cfg = json!({"session": {"outbox": {"backoffMs": 10}}});
+    let (orch, host) = open(cfg, host).await;
+    let out = send(&orch, json!({"sessionKey": "discord:group:t", "message": "m"}), discord_requester()).await;
+    assert_eq!(out["status"], "ok");
+    eventually("the third try succeeds", || count(&host, "delivery.sent") == 1).await;
+    let d = host.deliveries();
+    assert_eq!(d.len(), 3);
+    assert!(d.iter().all(|x| x["idempotencyKey"] == d[0]["idempotencyKey"]));
+    assert_eq!(count(&host, "delivery.failed"), 2);
+    assert_eq!(tries.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_in_the_target_key_is_passed_as_thread_id() {
+    let host = scripted(|k, _| Ok(if k == Kind::Announce { "in thread" } else { "REPLY_SKIP" }.to_owned()));
+    let (orch, host) = open(Value::Null, host).await;
+    let key = "agent:main:slack:channel:c1:thread:1700000000.123";
+    let out = send(&orch, json!({"sessionKey": key, "message": "m"}), discord_requester()).await;
+    assert_eq!(out["sessionKey"], key);
+    eventually("the announce is delivered", || host.deliveries().len() == 1).await;
+    let d = &host.deliveries()[0];
+    assert_eq!(keys_of(d), ["channel", "to", "threadId", "message", "idempotencyKey", "sessionKey", "kind"]);
+    assert_eq!(
+        (&d["channel"], &d["to"], &d["threadId"]),
+        (&json!("slack"), &json!("channel:c1"), &json!("1700000000.123"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d19_whatsapp_and_direct_targets_take_the_stored_route() {
+    let (orch, _host) = open(Value::Null, FakeHost::replying("x")).await;
+    let e = orch.engine().clone();
+    let wa = "agent:main:whatsapp:group:123@g.us";
+    e.upsert_session(
+        &json!(wa),
+        &json!({"deliveryContext": {"channel": "whatsapp", "to": "123@g.us", "accountId": "work"}}),
+    )
+    .unwrap();
+    let route = announce_route(&e, wa, wa).unwrap();
+    assert_eq!(
+        route,
+        Route { channel: "whatsapp".into(), to: "123@g.us".into(), account_id: Some("work".into()), thread_id: None }
+    );
+    // without a stored route, the key's own
+    let bare = announce_route(&e, "agent:main:whatsapp:group:999@g.us", "agent:main:whatsapp:group:999@g.us").unwrap();
+    assert_eq!((bare.channel.as_str(), bare.to.as_str()), ("whatsapp", "group:999@g.us"));
+    // a direct session: its last route, thread included
+    e.upsert_session(&json!("agent:main:main"), &json!({"lastChannel": "telegram", "lastTo": "42", "lastThreadId": 7}))
+        .unwrap();
+    let direct = announce_route(&e, "agent:main:main", "main").unwrap();
+    assert_eq!(
+        direct,
+        Route { channel: "telegram".into(), to: "42".into(), account_id: None, thread_id: Some("7".into()) }
+    );
+    // a discord key needs no lookup, whatever is stored
+    e.upsert_session(&json!("agent:main:discord:group:dev"), &json!({"lastChannel": "telegram", "lastTo": "1"}))
+        .unwrap();
+    let dev = announce_route(&e, "agent:main:discord:group:dev", "agent:main:discord:group:dev").unwrap();
+    assert_eq!((dev.channel.as_str(), dev.to.as_str()), ("discord", "channel:dev"));
+    assert_eq!(announce_route(&e, "agent:main:nowhere", "agent:main:nowhere"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announce_for_a_direct_session_goes_to_its_last_route() {
+    let host = scripted(|k, _| Ok(if k == Kind::Announce { "to the chat" } else { "REPLY_SKIP" }.to_owned()));
+    let (orch, host) = open(Value::Null, host).await;
+    orch.engine()
+        .upsert_session(
+            &json!("agent:main:main"),
+            &json!({"lastChannel": "telegram", "lastTo": "42", "lastAccountId": "bot"}),
+        )
+        .unwrap();
+    let out =
+        send(&orch, json!({"sessionKey": "main", "message": "m", "timeoutSeconds": 0}), discord_requester()).await;
+    assert_eq!(out["status"], "accepted");
+    eventually("the announce is delivered", || host.deliveries().len() == 1).await;
+    let d = &host.deliveries()[0];
+    assert_eq!((&d["channel"], &d["to"], &d["accountId"]), (&json!("telegram"), &json!("42"), &json!("bot")));
+    assert_eq!(d["sessionKey"], "agent:main:main");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_leaves_no_reply_ends_the_flow_quietly() {
+    let host = FakeHost::new(|_| {
+        Box::pin(async { Ok(json!({"messages": [{"role": "assistant", "content": "plain string"}]})) })
+    });
+    let (orch, host) = open(Value::Null, host).await;
+    let out = send(&orch, json!({"sessionKey": "discord:group:t", "message": "m"}), discord_requester()).await;
+    assert_eq!(keys_of(&out), ["runId", "status", "sessionKey", "delivery"]);
+    assert_eq!(out["status"], "ok");
+    flows_end(&host, 1).await;
+    assert_eq!(host.requests().len(), 1);
+}

@@ -1,0 +1,81 @@
+//! The [`Orchestrator`]: one open store's conductor state (the engine, the host, the run
+//! registry, the outbox and the sub-agent registry) and its accessors.
+//!
+//! Only state lives here: what is done with it lives in the modules that use it (`lifecycle`,
+//! `api`, `dispatch`, `send`, `spawn`, `subagents`). It never imports those modules.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::Value;
+
+use super::outbox::Outbox;
+use super::runs::Runs;
+use super::subagents::registry::Registry;
+use super::task::BusyGuard;
+use crate::engine::Engine;
+use crate::entry;
+use crate::host::{Event, Host};
+
+pub struct Orchestrator {
+    pub(super) engine: Arc<Engine>,
+    pub(super) host: Arc<dyn Host>,
+    pub(super) runs: Arc<Runs>,
+    pub(super) outbox: Arc<Outbox>,
+    pub(super) subagents: Registry,
+    me: Weak<Orchestrator>,
+}
+
+impl Orchestrator {
+    pub fn new(engine: Arc<Engine>, host: Arc<dyn Host>) -> Arc<Orchestrator> {
+        let outbox = Outbox::new(engine.clone());
+        Arc::new_cyclic(|me| Orchestrator {
+            engine,
+            host,
+            runs: Arc::new(Runs::default()),
+            outbox,
+            subagents: Registry::default(),
+            me: me.clone(),
+        })
+    }
+
+    /// This orchestrator as an `Arc`, while it is alive.
+    pub fn me(&self) -> Option<Arc<Orchestrator>> {
+        self.me.upgrade()
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+    pub fn host(&self) -> &Arc<dyn Host> {
+        &self.host
+    }
+    pub fn runs(&self) -> &Arc<Runs> {
+        &self.runs
+    }
+    pub fn outbox(&self) -> &Arc<Outbox> {
+        &self.outbox
+    }
+    pub fn subagents(&self) -> &Registry {
+        &self.subagents
+    }
+
+    /// Spawns background work that keeps the host process alive while it runs.
+    pub fn spawn_busy(&self, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+        let guard = BusyGuard::new(self.host.clone());
+        tokio::spawn(async move {
+            fut.await;
+            drop(guard);
+        });
+    }
+
+    /// Emits a lifecycle event (API.md §2.3).
+    pub fn emit(&self, kind: &'static str, run_id: Option<&str>, session_key: Option<&str>, details: Value) {
+        self.host.emit(Event {
+            kind,
+            at: entry::now_ms(),
+            run_id: run_id.map(str::to_owned),
+            session_key: session_key.map(str::to_owned),
+            details: details.as_object().cloned().unwrap_or_default(),
+        });
+    }
+}

@@ -1,0 +1,95 @@
+//! The completion wait of a child's run (§6.4): when it ends, the record gets `endedAt` and its
+//! outcome, and its announce is recorded in the outbox under the record's idempotency key.
+
+use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::entry::{self};
+use crate::orchestrate::outbox::SUBAGENT_ANNOUNCE;
+use crate::orchestrate::runs::{RunSnapshot, RunStatus};
+use crate::orchestrate::state::Orchestrator;
+use crate::orchestrate::task::blocking;
+
+/// Waits (in the background) for a child run to end, then records how and announces it.
+pub(super) fn arm_completion(orch: &Arc<Orchestrator>, run_id: String) {
+    let weak = Arc::downgrade(orch);
+    let (engine, runs) = (orch.engine().clone(), orch.runs().clone());
+    orch.subagents().spawn_task(async move {
+        let snap = loop {
+            match runs.wait(&engine, &run_id, WAIT_SLICE_MS).await {
+                Ok(s) if s.status != RunStatus::Timeout || s.ended_at.is_some() => break s,
+                Ok(_) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+            if weak.strong_count() == 0 {
+                return;
+            }
+        };
+        if let Some(orch) = weak.upgrade() {
+            run_ended(&orch, &run_id, snap).await;
+        }
+    });
+}
+
+pub(super) fn outcome_of(snap: &RunSnapshot) -> RunOutcome {
+    match snap.status {
+        RunStatus::Ok => RunOutcome { status: "ok".into(), error: None },
+        RunStatus::Timeout => RunOutcome { status: "timeout".into(), error: None },
+        RunStatus::Error => RunOutcome { status: "error".into(), error: snap.error.clone() },
+        RunStatus::Running => RunOutcome { status: "unknown".into(), error: None },
+    }
+}
+
+/// The child run ended: `endedAt`/`outcome` recorded (unless something else ended the record
+/// first, e.g. its requester's deletion), then the announce is recorded in the outbox.
+pub(super) async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunSnapshot) {
+    let outcome = outcome_of(&snap);
+    let (started, ended) = (snap.started_at, snap.ended_at.unwrap_or_else(entry::now_ms));
+    let changed = update(orch, run_id, move |r| {
+        if r.ended_at.is_some() {
+            return false;
+        }
+        r.started_at = r.started_at.or(started);
+        r.ended_at = Some(ended);
+        r.outcome = Some(outcome.clone());
+        r.archive_at_ms = None;
+        true
+    })
+    .await;
+    match changed {
+        Ok(Some(rec)) => enqueue_announce(orch, &rec).await,
+        Ok(None) => {}
+        Err(e) => orch.emit("store.error", Some(run_id), None, json!({"error": e.message()})),
+    }
+}
+
+/// Records the announce of an ended child in the outbox (a no-op when it is there already; an
+/// item that already reached its final status is settled on the record, for a process that
+/// stopped between the two).
+pub(super) async fn enqueue_announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) {
+    if rec.announce.status != "pending" {
+        return;
+    }
+    let (e, outbox) = (orch.engine().clone(), orch.outbox().clone());
+    let (key, requester, run_id) =
+        (rec.announce.idempotency_key.clone(), rec.requester_session_key.clone(), rec.run_id.clone());
+    let done = blocking(move || {
+        let payload = json!({ "runId": run_id });
+        if outbox.enqueue(&key, SUBAGENT_ANNOUNCE, Some(&requester), &payload)? {
+            return Ok(None);
+        }
+        let item = e.store().read(|db| db.outbox_item(&key))?;
+        Ok(item.filter(|i| i.status != "pending"))
+    })
+    .await;
+    match done {
+        Ok(Some(item)) => {
+            settle(orch, &rec.run_id, &item.status, item.attempts).await;
+        }
+        Ok(None) => {}
+        Err(e) => orch.emit("store.error", Some(&rec.run_id), None, json!({"error": e.message()})),
+    }
+}

@@ -1,0 +1,106 @@
+//! The registry on open and close, and when a requester is deleted: recovery (announcing what
+//! was left unannounced, ending what was in flight), shutdown, and stopping a deleted requester's
+//! children.
+
+use super::*;
+use std::sync::Arc;
+
+use crate::entry::{self};
+use crate::error::Result;
+use crate::orchestrate::runs::{RunSnapshot, RunStatus, INTERRUPTED};
+use crate::orchestrate::state::Orchestrator;
+use crate::orchestrate::task::blocking;
+
+/// On open: what was left unannounced is announced; runs that were in flight end as
+/// interrupted and are announced; runs still going under a live process are waited for again;
+/// a cleanup cut short is finished; the archive timer is set.
+pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
+    start_sweeper(orch);
+    let e = orch.engine().clone();
+    let records = blocking(move || e.store().read(|db| db.subagent_runs(None))).await?;
+    for rec in records {
+        if rec.announce.status != "pending" {
+            if rec.cleanup_completed_at.is_none() && rec.ended_at.is_some() {
+                finalize(orch, rec).await;
+            }
+            continue;
+        }
+        if rec.archive_at_ms.is_some() {
+            // archiving waits for the announce (an imported record may carry the reference's
+            // registration-based time)
+            update(orch, &rec.run_id, |r| r.archive_at_ms.take().is_some()).await?;
+        }
+        if rec.ended_at.is_some() {
+            enqueue_announce(orch, &rec).await;
+            continue;
+        }
+        let (e, id) = (orch.engine().clone(), rec.run_id.clone());
+        let run = blocking(move || e.store().read(|db| db.run(&id))).await?;
+        match run {
+            Some(r) if r.status == "running" => arm_completion(orch, rec.run_id.clone()),
+            Some(r) => {
+                let status = match r.status.as_str() {
+                    "ok" => RunStatus::Ok,
+                    "timeout" => RunStatus::Timeout,
+                    _ => RunStatus::Error,
+                };
+                let snap = RunSnapshot {
+                    run_id: r.run_id,
+                    status,
+                    started_at: r.started_at,
+                    ended_at: r.ended_at,
+                    error: r.error,
+                };
+                run_ended(orch, &rec.run_id, snap).await;
+            }
+            None => {
+                let snap = RunSnapshot {
+                    run_id: rec.run_id.clone(),
+                    status: RunStatus::Error,
+                    started_at: rec.started_at,
+                    ended_at: None,
+                    error: Some(INTERRUPTED.to_owned()),
+                };
+                run_ended(orch, &rec.run_id, snap).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Stops the sweeper, the completion waits and the announce queues. Idempotent.
+pub fn close(orch: &Orchestrator) {
+    let reg = orch.subagents();
+    let _ = reg.shutdown.send(true);
+    let queues: Vec<AnnounceQueue> = lock(&reg.queues).drain().map(|(_, q)| q).collect();
+    drop(queues);
+    lock(&reg.announce_runs).clear();
+}
+
+/// A requester session was deleted: its running children are stopped, end with `error`
+/// `stopped: requester session deleted`, and are not announced; their cleanup runs.
+pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<()> {
+    let canonical = orch.engine().config().key_model().canonical(key)?;
+    let e = orch.engine().clone();
+    let running = blocking(move || e.store().read(|db| db.running_subagent_runs(&canonical))).await?;
+    for rec in running {
+        // the record first: the completion wait then finds it ended and announces nothing
+        let now = entry::now_ms();
+        let stopped = update(orch, &rec.run_id, move |r| {
+            if r.ended_at.is_some() {
+                return false;
+            }
+            r.ended_at = Some(now);
+            r.outcome = Some(RunOutcome { status: "error".into(), error: Some(REQUESTER_DELETED.into()) });
+            r.announce.status = "skipped".into();
+            r.archive_at_ms = None;
+            true
+        })
+        .await?;
+        orch.runs().abort(&rec.run_id, REQUESTER_DELETED);
+        if let Some(r) = stopped {
+            finalize(orch, r).await;
+        }
+    }
+    Ok(())
+}

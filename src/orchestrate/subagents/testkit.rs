@@ -1,0 +1,69 @@
+//! Shared by the tests of `spawn` and of the sub-agent registry: an orchestrator over a fake
+//! host, and bounded waits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::config::Config;
+use crate::engine::Engine;
+pub use crate::host::testing::FakeHost;
+use crate::host::AgentRunRequest;
+use crate::host::Lane;
+use crate::orchestrate::state::Orchestrator;
+use crate::store::Store;
+
+pub fn tmp_db() -> String {
+    let dir = std::env::temp_dir().join(format!("st-sub-{}", uuid::Uuid::new_v4()));
+    dir.join("s.db").to_string_lossy().into_owned()
+}
+
+pub async fn open_at(path: &str, config: Value, host: Arc<FakeHost>) -> Arc<Orchestrator> {
+    let engine = Engine::new(Store::open(path).unwrap(), Config::from_json(&config).unwrap(), None);
+    let o = Orchestrator::new(Arc::new(engine), host);
+    o.start().await.unwrap();
+    o
+}
+
+pub async fn open(config: Value, host: Arc<FakeHost>) -> Arc<Orchestrator> {
+    open_at(":memory:", config, host).await
+}
+
+pub async fn spawn(o: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
+    o.tool(crate::tools::Tool::SessionsSpawn, params, ctx, false).await.unwrap()
+}
+
+/// Polls `check` every 10 ms for at most 5 s.
+pub async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("still waiting after 5 s: {what}");
+}
+
+pub fn record(o: &Orchestrator, run_id: &str) -> Option<SubagentRun> {
+    o.engine().store().read(|db| db.subagent_run(run_id)).unwrap()
+}
+
+pub fn requests_in(host: &FakeHost, lane: Lane) -> Vec<AgentRunRequest> {
+    host.requests().into_iter().filter(|r| r.options.lane == lane).collect()
+}
+
+/// A host: child runs answer `child says hi`, every other run `ok`.
+pub fn replying_host() -> Arc<FakeHost> {
+    Arc::new(FakeHost::new(|req| {
+        Box::pin(async move {
+            let text = if req.options.lane == Lane::Subagent { "child says hi" } else { "ok" };
+            Ok(json!({"reply": text}))
+        })
+    }))
+}
+
+pub fn str_of(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned()
+}

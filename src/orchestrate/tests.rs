@@ -1,0 +1,139 @@
+//! The outbox worker driven by a real Orchestrator: retries, the attempt cap, a denied session, recovery by the next open, claims.
+
+use super::outbox::{OutboxRow, A2A_ANNOUNCE, SUBAGENT_ANNOUNCE};
+use super::Orchestrator;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::host::testing::FakeHost;
+use crate::store::Store;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn temp_db() -> String {
+    let dir = std::env::temp_dir().join(format!("st-orch-{}", uuid::Uuid::new_v4()));
+    dir.join("s.db").to_string_lossy().into_owned()
+}
+
+fn open(path: &str, cfg: serde_json::Value, host: Arc<FakeHost>) -> Arc<Orchestrator> {
+    let engine = Engine::new(Store::open(path).unwrap(), Config::from_json(&cfg).unwrap(), None);
+    Orchestrator::new(Arc::new(engine), host)
+}
+
+fn payload(key: &str) -> Value {
+    json!({"channel": "discord", "to": "channel:dev", "message": "hi", "idempotencyKey": key,
+           "sessionKey": "agent:main:discord:group:dev", "kind": "a2a_announce"})
+}
+
+async fn until<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..500 {
+        if let Some(v) = f() {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("condition not reached within 5 s");
+}
+
+fn item(orch: &Orchestrator, key: &str) -> OutboxRow {
+    orch.engine.store().read(|db| db.outbox_item(key)).unwrap().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_delivery_is_retried_with_backoff_and_one_key_until_it_succeeds() {
+    let tries = Arc::new(AtomicUsize::new(0));
+    let t = tries.clone();
+    let host = Arc::new(FakeHost::replying("x").with_deliver(move |_| {
+        let n = t.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            if n < 2 {
+                Err(format!("channel down {n}"))
+            } else {
+                Ok(())
+            }
+        })
+    }));
+    let cfg = json!({"session": {"outbox": {"backoffMs": 20}}});
+    let orch = open(":memory:", cfg, host.clone());
+    orch.start().await.unwrap();
+    assert!(orch.outbox.enqueue("k1", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload("k1")).unwrap());
+    // recording it again adds nothing
+    assert!(!orch.outbox.enqueue("k1", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload("k1")).unwrap());
+    until(|| (item(&orch, "k1").status == "delivered").then_some(())).await;
+    let row = item(&orch, "k1");
+    assert_eq!(row.attempts, 3);
+    let keys: Vec<Value> = host.deliveries().iter().map(|d| d["idempotencyKey"].clone()).collect();
+    assert_eq!(keys, vec![json!("k1"); 3]);
+    let failed: Vec<_> = host.events().into_iter().filter(|e| e.kind == "delivery.failed").collect();
+    assert_eq!(failed.len(), 2);
+    assert_eq!(failed[0].details["final"], json!(false));
+    assert_eq!(host.event_kinds().iter().filter(|k| **k == "delivery.sent").count(), 1);
+    orch.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tries_stop_at_max_attempts_and_a_denied_session_is_skipped_without_a_call() {
+    let host = Arc::new(FakeHost::replying("x").with_deliver(|_| Box::pin(async { Err("always down".to_owned()) })));
+    let cfg = json!({"session": {"outbox": {"backoffMs": 1, "maxAttempts": 3}}});
+    let orch = open(":memory:", cfg, host.clone());
+    orch.start().await.unwrap();
+    orch.outbox.enqueue("k2", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload("k2")).unwrap();
+    until(|| (item(&orch, "k2").status == "failed").then_some(())).await;
+    assert_eq!(item(&orch, "k2").attempts, 3);
+    assert_eq!(item(&orch, "k2").last_error.as_deref(), Some("always down"));
+    let last = host.events().into_iter().rfind(|e| e.kind == "delivery.failed").unwrap();
+    assert_eq!(last.details["final"], json!(true));
+
+    orch.engine.upsert_session(&json!("agent:main:quiet"), &json!({"sendPolicy": "deny"})).unwrap();
+    let before = host.deliveries().len();
+    orch.outbox.enqueue("k3", A2A_ANNOUNCE, Some("agent:main:quiet"), &payload("k3")).unwrap();
+    until(|| (item(&orch, "k3").status == "skipped").then_some(())).await;
+    assert_eq!(host.deliveries().len(), before, "a denied delivery is not made");
+    assert!(host.event_kinds().contains(&"delivery.blocked"));
+    orch.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_left_pending_by_a_closed_store_is_delivered_by_the_next_open_with_the_same_key() {
+    let path = temp_db();
+    let down = Arc::new(FakeHost::replying("x").with_deliver(|_| Box::pin(async { Err("not yet".to_owned()) })));
+    let cfg = json!({"session": {"outbox": {"backoffMs": 60000}}});
+    let first = open(&path, cfg.clone(), down.clone());
+    first.start().await.unwrap();
+    first.outbox.enqueue("k4", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload("k4")).unwrap();
+    until(|| (item(&first, "k4").attempts == 1).then_some(())).await;
+    first.close().await;
+
+    let up = Arc::new(FakeHost::replying("x"));
+    let second = open(&path, json!({"session": {"outbox": {"backoffMs": 1}}}), up.clone());
+    // due in a minute by the first store's backoff: make it due now, as if the minute passed
+    second
+        .engine
+        .store()
+        .write(|db| db.settle_outbox(item(&second, "k4").id, "pending", 1, 0, Some("not yet"), 0))
+        .unwrap();
+    second.start().await.unwrap();
+    until(|| (item(&second, "k4").status == "delivered").then_some(())).await;
+    assert_eq!(up.deliveries()[0]["idempotencyKey"], "k4");
+    assert_eq!(item(&second, "k4").attempts, 2);
+    second.close().await;
+}
+
+#[test]
+fn a_claim_held_by_a_live_owner_is_left_alone_and_a_dead_owners_claim_is_taken_over() {
+    const K: [Option<&str>; 2] = [Some(A2A_ANNOUNCE), None];
+    let store = Store::open(":memory:").unwrap();
+    store.write(|db| db.insert_outbox("k", A2A_ANNOUNCE, None, &json!({}), 0)).unwrap();
+    let other_kind =
+        store.write(|db| db.claim_outbox("1:alive", [None, Some(SUBAGENT_ANNOUNCE)], 10, 1000, 8, |_| true)).unwrap();
+    assert!(other_kind.is_empty(), "only the kinds a process can attempt are claimed");
+    let a = store.write(|db| db.claim_outbox("1:alive", K, 10, 1000, 8, |_| true)).unwrap();
+    assert_eq!(a.len(), 1);
+    let b = store.write(|db| db.claim_outbox("2:other", K, 20, 1000, 8, |_| true)).unwrap();
+    assert!(b.is_empty(), "a live claim is respected");
+    let c = store.write(|db| db.claim_outbox("2:other", K, 20, 1000, 8, |o| o != "1:alive")).unwrap();
+    assert_eq!(c.len(), 1, "the claim of a dead owner is taken over");
+    let d = store.write(|db| db.claim_outbox("3:third", K, 5000, 1000, 8, |_| true)).unwrap();
+    assert_eq!(d.len(), 1, "a lapsed lease is taken over");
+}
