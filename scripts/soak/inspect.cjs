@@ -9,17 +9,22 @@ const Database = require('better-sqlite3')
 const [db, request] = process.argv.slice(2)
 const q = JSON.parse(request)
 const fs = require('node:fs')
-if (!fs.existsSync(db)) {
-  // A worker killed before it created the file: an empty store, so every acknowledged write
-  // the caller checks for shows up as missing, and every count is 0.
-  const none = { missing: true, integrity: 'ok', messages: {}, entries: {}, scalars: {} }
+function empty(integrity) {
+  // A worker killed before it created the file, or before its schema was committed: an empty
+  // store, so every acknowledged write the caller checks for shows up as missing, and every
+  // count is 0.
+  const none = { missing: true, integrity, messages: {}, entries: {}, scalars: {} }
   for (const key of q.messages ?? []) none.messages[key] = []
   for (const key of q.entries ?? []) none.entries[key] = null
   for (const name of Object.keys(q.scalars ?? {})) none.scalars[name] = 0
   process.stdout.write(JSON.stringify(none))
   process.exit(0)
 }
+if (!fs.existsSync(db)) empty('ok')
 const conn = new Database(db, { fileMustExist: true })
+if (!conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").get()) {
+  empty(conn.pragma('integrity_check', { simple: true }))
+}
 const out = { integrity: conn.pragma('integrity_check', { simple: true }), messages: {}, entries: {}, scalars: {} }
 const sid = conn.prepare('SELECT session_id FROM sessions WHERE key = ?').pluck()
 const msgs = conn.prepare('SELECT seq, message FROM messages WHERE session_id = ? ORDER BY seq')
