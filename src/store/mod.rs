@@ -2,11 +2,12 @@
 //! registry and the outbox.
 //!
 //! This module owns the connections, the schema and its numbered migrations, and the
-//! transaction discipline: every write is one `BEGIN IMMEDIATE` transaction, so several
+//! transaction discipline: every write is one `BEGIN IMMEDIATE` transaction, or a savepoint of
+//! one shared with the writes waiting at the same moment (`group`: group commit), so several
 //! [`Store`]s on one file, in one process or several, never lose an update and never see a
-//! half-written entry. All SQL of the engine lives below this module, as `prepare_cached`
-//! statements with bound parameters only. It never decides policy: callers hand it canonical
-//! keys and finished entries.
+//! half-written entry; and the bound on the write-ahead log (`wal`). All SQL of the engine
+//! lives below this module, as `prepare_cached` statements with bound parameters only. It never
+//! decides policy: callers hand it canonical keys and finished entries.
 
 pub mod bulk;
 mod group;
