@@ -12,8 +12,14 @@ export interface GatewayConfig {
         match?: { channel?: string; chatType?: 'direct' | 'dm' | 'group' | 'channel'; keyPrefix?: string }
       }>
     }
-    agentToAgent?: { maxPingPongTurns?: number; maxChainTurns?: number }
+    agentToAgent?: {
+      maxPingPongTurns?: number
+      /** @deprecated not a gateway key (the gateway refuses the file): use `settings.agentToAgent.maxChainTurns` */
+      maxChainTurns?: number
+    }
+    /** @deprecated not a gateway key (the gateway refuses the file): use `settings.history` */
     history?: { maxChars?: number }
+    /** @deprecated not a gateway key (the gateway refuses the file): use `settings.outbox` */
     outbox?: { maxAttempts?: number; backoffMs?: number }
     [key: string]: unknown
   }
@@ -258,6 +264,14 @@ export interface StoreErrorEvent extends SessionToolsEventBase {
   type: 'store.error'
   error: string
 }
+/** The config given to `open` or `setConfig` still carries one of our settings at its old place. */
+export interface ConfigDeprecatedEvent extends SessionToolsEventBase {
+  type: 'config.deprecated'
+  /** where it is, e.g. `session.history` */
+  key: string
+  /** where it goes now, e.g. `settings.history` */
+  use: string
+}
 
 /** What `onEvent` receives: one of the event kinds the engine emits (API.md §7). */
 export type SessionToolsEvent =
@@ -272,6 +286,7 @@ export type SessionToolsEvent =
   | DeliveryEvent
   | SubagentEvent
   | StoreErrorEvent
+  | ConfigDeprecatedEvent
 
 /** Options of `SessionTools.open`. */
 export interface OpenOptions {
@@ -289,6 +304,21 @@ export interface OpenOptions {
   steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
+  /** Our own settings, which have no place in the gateway's config. */
+  settings?: Settings | null
+}
+
+/**
+ * The addon's own settings (not gateway config keys). An unknown key, or a value that is not a
+ * finite non-negative number, is `INVALID_CONFIG` naming the key.
+ */
+export interface Settings {
+  /** `sessions_history`'s default `maxChars` (none: no character budget) */
+  history?: { maxChars?: number }
+  /** announce delivery retries: attempts (default 5, min 1) and the first backoff (default 1000 ms, doubling, max 60 000) */
+  outbox?: { maxAttempts?: number; backoffMs?: number }
+  /** the agent-to-agent chain budget (default 20 turns, DECISIONS.md #4) */
+  agentToAgent?: { maxChainTurns?: number }
 }
 
 /** What `SessionTools.measureCallback` reports. */
@@ -488,15 +518,65 @@ export interface ImportReport {
   messages: number
   /** sub-agent registry records */
   runs: number
+  /** task ledger rows of a 2026.9 folder (`state/openclaw.sqlite` `task_runs`) */
+  tasks: number
+  /** each layout found in the folder, with what it added (a half-done migration has both) */
+  layouts: ImportLayoutCounts[]
   skipped: SkippedItem[]
+  /** entries that landed on a key another entry of the folder also landed on */
+  merged: MergedItem[]
+}
+
+/**
+ * An entry of the folder that collided with another on one key: dropped for the newer one (the
+ * gateway's rule), or, under `session.scope: "global"`, kept under its own agent's key `keptAs`.
+ */
+export interface MergedItem {
+  /** the store file, relative to the folder */
+  file: string
+  /** its key as the file has it */
+  key: string
+  sessionId: string
+  /** the key it landed on */
+  into: string
+  keptAs?: string
+}
+
+/** What one layout of a state folder added to the store. */
+export interface ImportLayoutCounts {
+  /** `2026.1`: `sessions.json` + JSONL transcripts + `subagents/runs.json`; `2026.9`: the SQLite databases */
+  layout: '2026.1' | '2026.9'
+  sessions: number
+  messages: number
+  runs: number
+  tasks: number
+}
+
+/** How `exportStateDir` writes. */
+export interface ExportOptions {
+  /**
+   * `2026.1` (default): `sessions.json` + JSONL transcripts + `subagents/runs.json`.
+   * `2026.9`: into the SQLite databases of a state folder the 2026.9 gateway has initialised
+   * (its `agents/<id>/agent/openclaw-agent.sqlite` and `state/openclaw.sqlite` exist).
+   */
+  layout?: '2026.1' | '2026.9'
+  /**
+   * `2026.1` only: the absolute path the folder will be used from once moved into place (each
+   * session's `sessionFile` is written below it); default: `dir`.
+   */
+  stateDir?: string
 }
 
 /** What `exportStateDir` wrote. */
 export interface ExportReport {
+  /** the layout written */
+  layout: '2026.1' | '2026.9'
   sessions: number
   messages: number
   /** sub-agent registry records */
   runs: number
+  /** task ledger rows (2026.9 only) */
+  tasks: number
   files: number
   /** sessions whose transcript could not be written (a sessionId that is not a file name) */
   skipped: SkippedItem[]
@@ -672,7 +752,7 @@ export declare class SessionTools {
    * Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
    * config on error.
    */
-  setConfig(config: GatewayConfig | null | undefined): void
+  setConfig(config: GatewayConfig | null | undefined, settings?: Settings): void
   /**
    * Closes the store without waiting for model runs: runs in flight are recorded as
    * interrupted (the next open announces them) and what their callbacks return later is
@@ -728,7 +808,7 @@ export declare class SessionTools {
   /** Reads a gateway state folder into the store (API.md §5). */
   importStateDir(dir: string): Promise<ImportReport>
   /** Writes the store as a gateway state folder (API.md §5). */
-  exportStateDir(dir: string): Promise<ExportReport>
+  exportStateDir(dir: string, options?: ExportOptions): Promise<ExportReport>
   /** Counts of what the store holds, and its size. */
   stats(): Promise<StoreStats>
   /** The `sessions_list` tool: the payload the model sees. */

@@ -43,7 +43,7 @@ describe('runAgent failure matrix: every failure ends the run with status error,
       ['plain string', 'plain string'],
       [42, 'rejected with 42'],
       [{ why: 'quota' }, 'rejected with {"why":"quota"}'],
-      [undefined, 'the callback failed without a message'],
+      [undefined, 'agent error'],
     ] as const) {
       const { result } = await sendWith(() => Promise.reject(value))
       expect(result, String(value)).toMatchObject({ status: 'error', error: text })

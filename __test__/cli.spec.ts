@@ -81,7 +81,15 @@ describe('command line (API.md §6)', () => {
     const imp = cli(['--json', 'import', state, '--db', 'store.db'], cwd)
     expect(imp.code, imp.stderr).toBe(0)
     const report = JSON.parse(imp.stdout)
-    expect(report).toEqual({ sessions: 2, messages: 2, runs: 0, skipped: [{ file: 'agents/main/sessions/s-main.jsonl', line: 3, reason: expect.any(String) }] })
+    expect(report).toEqual({
+      sessions: 2,
+      messages: 2,
+      runs: 0,
+      tasks: 0,
+      layouts: [{ layout: '2026.1', sessions: 2, messages: 2, runs: 0, tasks: 0 }],
+      skipped: [{ file: 'agents/main/sessions/s-main.jsonl', line: 3, reason: expect.any(String) }],
+      merged: [],
+    })
     expect(imp.stderr).toBe('') // no progress when stderr is not a terminal
 
     const again = JSON.parse(cli(['import', '--db=store.db', state, '--json'], cwd).stdout)
@@ -106,9 +114,19 @@ describe('command line (API.md §6)', () => {
     const ex = JSON.parse(cli(['export', out, '--db', 'store.db', '--json'], cwd).stdout)
     expect(ex).toMatchObject({ sessions: 2, messages: 2, runs: 0, files: 2 })
     const back = JSON.parse(cli(['import', out, '--db', 'copy.db', '--json'], cwd).stdout)
-    expect(back).toEqual({ sessions: 2, messages: 2, runs: 0, skipped: [] })
+    expect(back).toMatchObject({ sessions: 2, messages: 2, runs: 0, tasks: 0, skipped: [], merged: [] })
     const copy = JSON.parse(cli(['history', 'main', '--json', '--db', 'copy.db'], cwd).stdout)
     expect(copy.messages).toEqual(hist.messages)
+
+    // --state-dir: where the export will live; sessionFile points there (issue 12)
+    const live = path.join(tmpDir(), 'live-state')
+    const moved = path.join(tmpDir(), 'to-move')
+    expect(cli(['export', moved, '--state-dir', live, '--db', 'store.db'], cwd).code).toBe(0)
+    const written = JSON.parse(fs.readFileSync(path.join(moved, 'agents/main/sessions/sessions.json'), 'utf8'))
+    expect(written['agent:main:main'].sessionFile).toBe(path.join(live, 'agents/main/sessions', `${written['agent:main:main'].sessionId}.jsonl`))
+    const relative = cli(['export', path.join(tmpDir(), 'x'), '--state-dir', 'relative/state', '--db', 'store.db'], cwd)
+    expect(relative.code).toBe(2)
+    expect(relative.stderr).toMatch(/--state-dir must be an absolute path/)
   })
 
   test('given a store then the human output is readable text', () => {
@@ -116,7 +134,7 @@ describe('command line (API.md §6)', () => {
     const state = stateFolder()
     const imp = cli(['import', state], cwd)
     expect(imp.code).toBe(0)
-    expect(imp.stdout).toMatch(/^imported 2 session\(s\), 2 message\(s\), 0 run\(s\) from .+; 1 skipped\n {2}skipped agents\/main\/sessions\/s-main\.jsonl:3: /)
+    expect(imp.stdout).toMatch(/^imported 2 session\(s\), 2 message\(s\), 0 run\(s\) from .+; 1 skipped\n {2}layout 2026\.1: 2 session\(s\), 2 message\(s\), 0 run\(s\)\n {2}skipped agents\/main\/sessions\/s-main\.jsonl:3: /)
     const list = cli(['list'], cwd)
     expect(list.stdout.split('\n')[0]).toMatch(/^KEY\s+KIND\s+UPDATED\s+NAME\s+TOKENS$/)
     expect(list.stdout).toContain('agent:main:main')

@@ -151,6 +151,9 @@ describe('config validation', () => {
     ['a scope outside its vocabulary', { session: { scope: 'everyone' } }],
     ['a visibility outside its vocabulary', { agents: { defaults: { sandbox: { sessionToolsVisibility: 'some' } } } }],
     ['a negative history.maxChars', { session: { history: { maxChars: -1 } } }],
+    // issue 12: the two configs the gateway's own schema refuses
+    ['a rule without action', { session: { sendPolicy: { rules: [{ match: { channel: 'discord' } }] } } }],
+    ['maxPingPongTurns 9', { session: { agentToAgent: { maxPingPongTurns: 9 } } }],
   ])('given %s when opened then it rejects INVALID_CONFIG', async (_name, config) => {
     await expectReject(SessionTools.open({ path: ':memory:', config: config as any }), 'INVALID_CONFIG')
   })
@@ -159,8 +162,7 @@ describe('config validation', () => {
     ['no config', undefined],
     ['null config', null],
     ['an empty config', {}],
-    ['a rule without action', { session: { sendPolicy: { rules: [{ match: { channel: 'discord' } }] } } }],
-    ['maxPingPongTurns 9 (clamped, not refused)', { session: { agentToAgent: { maxPingPongTurns: 9 } } }],
+    ['maxPingPongTurns 5', { session: { agentToAgent: { maxPingPongTurns: 5 } } }],
     ['unknown keys', { whatever: { deep: [1, 2, 3] }, session: { somethingNew: true } }],
   ])('given %s when opened then it opens', async (_name, config) => {
     const st = track(await SessionTools.open({ path: ':memory:', config: config as any }))

@@ -98,8 +98,8 @@ describe('resolveSendPolicy', () => {
     expect(await st.resolveSendPolicy({ sessionKey: 'agent:main:x', channel: 'whatsapp' })).toBe('deny')
   })
 
-  test('given default deny and a matching rule without action when resolved then it counts as allow (Y6)', async () => {
-    const st = await openMem({ session: { sendPolicy: { default: 'deny', rules: [{ match: { channel: 'discord' } }] } } })
+  test('given default deny and a matching allow rule when resolved then allow (a rule without action, Y6, is refused as the gateway refuses it)', async () => {
+    const st = await openMem({ session: { sendPolicy: { default: 'deny', rules: [{ action: 'allow', match: { channel: 'discord' } }] } } })
     expect(await st.resolveSendPolicy({ sessionKey: 'agent:main:x', channel: 'discord' })).toBe('allow')
     expect(await st.resolveSendPolicy({ sessionKey: 'agent:main:x', channel: 'slack' })).toBe('deny')
   })

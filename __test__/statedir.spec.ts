@@ -91,7 +91,7 @@ const EXPECTED_KEYS = [
   'agent:main:telegram:group:-100:topic:7',
   'agent:main:whatsapp:group:123@g.us',
   'agent:work:main',
-  'agent:work:slack:channel:c1',
+  'agent:work:slack:channel:C1', // one case rule: the agent id lower-case, the rest as written
 ].filter((k) => k !== 'agent:main:broken')
 
 async function keysOf(st: SessionTools): Promise<string[]> {
@@ -125,7 +125,7 @@ describe('importStateDir (API.md §5, REFERENCE.md §2.8)', () => {
     expect(main).toMatchObject({ sessionId: 'sid-main', lastChannel: 'telegram', custom: { keep: true } })
     expect(main).not.toHaveProperty('lastProvider')
     expect((await st.getSession('agent:main:subagent:helper'))!.spawnedBy).toBe('agent:main:main')
-    expect((await st.getSession('agent:work:slack:channel:c1'))!.groupChannel).toBe('#general')
+    expect((await st.getSession('agent:work:slack:channel:C1'))!.groupChannel).toBe('#general')
 
     const h = await st.chatHistory('agent:main:main')
     expect(h.messages.map(textOf)).toEqual(['first', 'second', 'third'])
@@ -193,11 +193,14 @@ describe('importStateDir (API.md §5, REFERENCE.md §2.8)', () => {
     expect(text.startsWith('{\n  "')).toBe(true)
     expect(text.endsWith('\n')).toBe(false)
     expect(JSON.parse(text)['agent:main:main'].sessionId).toBe('sid-main')
-    expect(Object.keys(JSON.parse(fs.readFileSync(path.join(out, 'agents/work/sessions/sessions.json'), 'utf8'))).sort()).toEqual(['agent:work:main', 'agent:work:slack:channel:c1'])
+    expect(Object.keys(JSON.parse(fs.readFileSync(path.join(out, 'agents/work/sessions/sessions.json'), 'utf8'))).sort()).toEqual(['agent:work:main', 'agent:work:slack:channel:C1'])
     const lines = fs.readFileSync(path.join(out, 'agents/main/sessions/sid-main.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session', version: 3, id: 'sid-main' })
-    expect(lines.slice(1).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
-    expect(lines[2].parentId).toBe(lines[1].id)
+    // every entry the file had, in order with its id and parent link (issue 12 item 3)
+    expect(lines.slice(1).map((l) => l.id)).toEqual(['aaaaaaa1', 'aaaaaaa2', 'aaaaaaa3', 'aaaaaaa4'])
+    expect(lines[2]).toMatchObject({ type: 'thinking_level_change', parentId: 'aaaaaaa1', thinkingLevel: 'high' })
+    expect(lines.slice(1).filter((l) => l.message).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
+    expect(lines[3].parentId).toBe(lines[2].id)
     // a topic session keeps its transcript under the topic name, named by sessionFile
     const topicFile = path.join(out, 'agents/main/sessions/sid-topic-topic-7.jsonl')
     expect(fs.existsSync(topicFile)).toBe(true)
@@ -233,7 +236,8 @@ describe('importStateDir (API.md §5, REFERENCE.md §2.8)', () => {
     expect(main.transcriptPath).toBe(path.join(dir, 'transcripts', 'sid-main.jsonl'))
     const lines = fs.readFileSync(main.transcriptPath, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session', version: 3, id: 'sid-main' })
-    expect(lines.slice(1).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
+    expect(lines.slice(1).filter((l) => l.message).map((l) => textOf(l.message))).toEqual(['first', 'second', 'third'])
+    expect(lines.slice(1).map((l) => l.id)).toEqual(['aaaaaaa1', 'aaaaaaa2', 'aaaaaaa3', 'aaaaaaa4'])
   })
 
   test('given JSON5 quirks, broken stores and a bad registry when imported then each bad part is reported and the rest imported', async () => {

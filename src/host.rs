@@ -8,8 +8,20 @@ use std::pin::Pin;
 
 use serde_json::{Map, Value};
 
-/// A boxed future, as trait methods return them.
+/// A boxed future, as trait methods return them. The error is the callback's own text; empty
+/// when it failed without one (see [`failure_text`]).
 pub type HostFuture<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'static>>;
+
+/// The text to report for a failed callback: its own, or `<callback> failed without a message`
+/// when it gave none. (A run that fails without a message keeps no error text, so that
+/// `sessions_send` says `agent error` as the gateway does, REFERENCE.md §5.2.)
+pub fn failure_text(error: String, callback: &str) -> String {
+    if error.trim().is_empty() {
+        format!("{callback} failed without a message")
+    } else {
+        error
+    }
+}
 
 /// Which kind of run this is (API.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -386,33 +386,37 @@ impl KeyModel {
     }
 
     /// The key a stored entry of agent `agent_id`'s store gets when a gateway state folder is
-    /// imported (REFERENCE.md §2.8 step 4, lower-casing as the reference's one-shot migration
-    /// does): `global`/`unknown` (any case) lower-cased; main aliases → that agent's main
-    /// session key; `agent:…` lower-cased (its main alias mapped as [`KeyModel::canonical`]
-    /// does); `subagent:<rest>` → `agent:<id>:subagent:<rest>`; `group:<gid>` →
-    /// `agent:<id>:whatsapp:group:<gid>` for a `@g.us` id, else `agent:<id>:unknown:group:<gid>`;
+    /// imported (REFERENCE.md §2.8 step 4): the legacy forms are rewritten as the reference's
+    /// one-shot migration does — `subagent:<rest>` → `agent:<id>:subagent:<rest>`; `group:<gid>`
+    /// → `agent:<id>:whatsapp:group:<gid>` for a `@g.us` id, else `agent:<id>:unknown:group:<gid>`;
     /// a bare `<jid>@g.us` → `agent:<id>:whatsapp:group:<jid>`; `whatsapp:<…@g.us>` without
-    /// `:group:` → `agent:<id>:whatsapp:group:<rest>`; anything else → `agent:<id>:<raw>`.
-    /// Errors as [`KeyModel::canonical`].
+    /// `:group:` → `agent:<id>:whatsapp:group:<rest>` (each form recognised whatever its case) —
+    /// and then the key is canonical by the one case rule of every path (DECISIONS.md): the
+    /// agent id is lower-case, the rest of the key keeps its case, exactly as
+    /// [`KeyModel::canonical`] does at run time, so an imported entry is found under the key
+    /// the gateway finds it under. A bare key is one of agent `agent_id` (not of the default
+    /// agent). Errors as [`KeyModel::canonical`].
     pub fn import_canonical(&self, raw: &str, agent_id: &str) -> Result<String> {
-        let key = self.check_raw(raw, "key")?.to_lowercase();
+        let key = self.check_raw(raw, "key")?;
         let id = normalize_agent_id(agent_id);
-        let out = if key == "global" || key == "unknown" {
-            key
+        let lower = key.to_lowercase();
+        let after = |prefix: &str| {
+            key.get(..prefix.len()).filter(|p| p.eq_ignore_ascii_case(prefix)).map(|_| &key[prefix.len()..])
+        };
+        let out = if key == "global" || key == "unknown" || parse_agent_key(key).is_some() {
+            key.to_owned()
         } else if key == DEFAULT_MAIN_KEY || key == self.main_key {
             self.main_session_key_of(&id)
-        } else if parse_agent_key(&key).is_some() {
-            key
-        } else if let Some(rest) = key.strip_prefix("subagent:") {
+        } else if let Some(rest) = after("subagent:") {
             format!("agent:{id}:subagent:{rest}")
-        } else if let Some(gid) = key.strip_prefix("group:") {
-            let channel = if gid.contains("@g.us") { "whatsapp" } else { "unknown" };
+        } else if let Some(gid) = after("group:") {
+            let channel = if lower.contains("@g.us") { "whatsapp" } else { "unknown" };
             format!("agent:{id}:{channel}:group:{gid}")
-        } else if let Some(rest) =
-            key.strip_prefix("whatsapp:").filter(|r| r.contains("@g.us") && !key.contains(":group:"))
+        } else if let Some(rest) = after("whatsapp:").filter(|_| lower.contains("@g.us") && !lower.contains(":group:"))
         {
-            format!("agent:{id}:whatsapp:group:{}", rest.strip_prefix("group:").unwrap_or(rest))
-        } else if key.ends_with("@g.us") && !key.contains(':') {
+            let rest = rest.get(..6).filter(|p| p.eq_ignore_ascii_case("group:")).map_or(rest, |_| &rest[6..]);
+            format!("agent:{id}:whatsapp:group:{rest}")
+        } else if lower.ends_with("@g.us") && !key.contains(':') {
             format!("agent:{id}:whatsapp:group:{key}")
         } else {
             format!("agent:{id}:{key}")

@@ -554,19 +554,22 @@ fn thread_parent_is_safe_with_multibyte_text_before_the_marker() {
 // ---- import_canonical (§2.8) -------------------------------------------------------------
 
 #[test]
-fn legacy_keys_are_canonicalised_and_lower_cased_on_import() {
+fn legacy_keys_are_canonicalised_on_import_by_the_runtime_case_rule() {
     let km = KeyModel::new(false, "main", "main");
     let cases = [
-        ("GLOBAL", "main", "global"),
-        ("Unknown", "ops", "unknown"),
+        ("global", "main", "global"),
+        ("unknown", "ops", "unknown"),
         ("main", "main", "agent:main:main"),
-        ("Main", "ops", "agent:ops:main"),
-        ("agent:Ops:Discord:Channel:ABC", "main", "agent:ops:discord:channel:abc"),
+        ("main", "ops", "agent:ops:main"),
+        // one case rule: the agent id lower-case, the rest as it was
+        ("agent:Ops:Discord:Channel:ABC", "main", "agent:ops:Discord:Channel:ABC"),
         ("agent:ops:main", "main", "agent:ops:main"),
-        ("subagent:Task-1", "ops", "agent:ops:subagent:task-1"),
+        ("Main", "ops", "agent:ops:Main"),
+        ("subagent:Task-1", "ops", "agent:ops:subagent:Task-1"),
+        ("SubAgent:x", "ops", "agent:ops:subagent:x"),
         ("group:123@g.us", "main", "agent:main:whatsapp:group:123@g.us"),
-        ("group:team", "main", "agent:main:unknown:group:team"),
-        ("120363@g.us", "main", "agent:main:whatsapp:group:120363@g.us"),
+        ("group:Team", "main", "agent:main:unknown:group:Team"),
+        ("120363@G.US", "main", "agent:main:whatsapp:group:120363@G.US"),
         ("whatsapp:group:99@g.us", "main", "agent:main:whatsapp:group:99@g.us"),
         ("whatsapp:77@g.us", "main", "agent:main:whatsapp:group:77@g.us"),
         ("telegram:group:-100:topic:5", "main", "agent:main:telegram:group:-100:topic:5"),
@@ -574,6 +577,10 @@ fn legacy_keys_are_canonicalised_and_lower_cased_on_import() {
     ];
     for (raw, agent, want) in cases {
         assert_eq!(km.import_canonical(raw, agent).unwrap(), want, "{raw} of {agent}");
+        // and the runtime finds it under the key as the gateway has it
+        if raw.starts_with("agent:") {
+            assert_eq!(km.canonical(raw).unwrap(), want);
+        }
     }
     let global = KeyModel::new(true, "home", "main");
     assert_eq!(global.import_canonical("home", "ops").unwrap(), "global");

@@ -28,6 +28,7 @@ pub mod orchestrate;
 pub mod owner;
 pub mod params;
 pub mod policy;
+pub mod settings;
 pub mod store;
 pub mod tools;
 

@@ -10,7 +10,9 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{json, Map, Value};
+
+use crate::store::transcripts::{seq_id, Appended, EntryBody, StoredEntry};
 
 /// Where an open store mirrors its transcripts, as the caller asked (API.md §1 `mirrorDir`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,35 +71,83 @@ pub fn iso(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// The 8-hex-digit entry id of the message with sequence number `seq`.
-fn entry_id(seq: i64) -> String {
-    format!("{:08x}", seq & 0xffff_ffff)
-}
-
 /// The version-3 header line of a transcript (REFERENCE.md §2.6), without its newline.
 pub fn header_line(session_id: &str, now: i64) -> String {
     let cwd = std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     json!({"type": "session", "version": 3, "id": session_id, "timestamp": iso(now), "cwd": cwd}).to_string()
 }
 
-/// The entry line of the message with sequence number `seq` (`message`: its JSON text, as
-/// stored), chained to the one before by `parentId`, without its newline. The text is spliced in
-/// as is, not parsed again.
-pub fn message_line(seq: i64, message: &str, now: i64) -> String {
-    let parent = if seq > 1 { format!("\"{}\"", entry_id(seq - 1)) } else { "null".to_owned() };
-    let id = entry_id(seq);
+/// A plain message entry line (`message`: its JSON text, as stored, spliced in as is, not parsed
+/// again), without its newline.
+fn message_line(id: &str, parent: Option<&str>, message: &str, now: i64) -> String {
+    let id = Value::from(id);
+    let parent = parent.map_or(Value::Null, Value::from);
     let ts = iso(now);
     let message = if message.trim().is_empty() { "null" } else { message };
-    format!(r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{message}}}"#)
+    format!(r#"{{"type":"message","id":{id},"parentId":{parent},"timestamp":"{ts}","message":{message}}}"#)
 }
 
-/// Appends messages (their JSON texts, with the sequence number of the first) to the session's
-/// mirror file, writing the version-3 header first when the file is new. Errors are returned
+/// `{…}` with `"message":<message>` added as its last field (the text spliced in as is).
+fn with_message(obj: &Map<String, Value>, message: &str) -> String {
+    let head = Value::Object(obj.clone()).to_string();
+    let body = &head[..head.len() - 1];
+    let sep = if obj.is_empty() { "" } else { "," };
+    format!(r#"{body}{sep}"message":{message}}}"#)
+}
+
+/// The `timestamp` (ms) of a stored message, read without building the whole message.
+fn message_time(text: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Stamp {
+        timestamp: Option<Value>,
+    }
+    let s: Stamp = serde_json::from_str(text).ok()?;
+    s.timestamp?.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)
+}
+
+/// An entry object with its id and parent link set when it had none (a version-3 transcript
+/// needs them).
+fn with_ids(text: &str, e: &StoredEntry) -> Option<Map<String, Value>> {
+    let mut obj: Map<String, Value> = serde_json::from_str(text).ok()?;
+    if !obj.get("id").is_some_and(Value::is_string) {
+        obj.insert("id".into(), Value::from(e.id.clone()));
+        obj.insert("parentId".into(), e.parent_id.clone().map_or(Value::Null, Value::from));
+    }
+    Some(obj)
+}
+
+/// The line of a stored transcript entry, without its newline: the entry as it was read (an
+/// entry with a message gets its message back as its last field), or a plain message entry for
+/// a message stored without one (timestamped by the message's own `timestamp`, else `now`).
+pub fn entry_line(e: &StoredEntry, now: i64) -> String {
+    match &e.body {
+        EntryBody::Message { message, envelope: Some(env), .. } => match with_ids(env, e) {
+            Some(obj) => with_message(&obj, message),
+            None => message_line(&e.id, e.parent_id.as_deref(), message, now),
+        },
+        EntryBody::Message { message, envelope: None, .. } => {
+            let ts = message_time(message).unwrap_or(now);
+            message_line(&e.id, e.parent_id.as_deref(), message, ts)
+        }
+        EntryBody::Other { entry, .. } => {
+            let obj: Option<Map<String, Value>> = serde_json::from_str(entry).ok();
+            match obj {
+                Some(o) if !o.get("id").is_some_and(Value::is_string) => {
+                    with_ids(entry, e).map_or_else(|| entry.clone(), |o| Value::Object(o).to_string())
+                }
+                _ => entry.clone(),
+            }
+        }
+    }
+}
+
+/// Writes lines to the session's mirror file: appended (the version-3 header first when the
+/// file is new) or, with `replace`, as the whole file after a new header. Errors are returned
 /// for the caller to report; they never undo anything.
-pub fn append(dir: &Path, session_id: &str, first_seq: i64, messages: &[String], now: i64) -> std::io::Result<()> {
+pub fn write_lines(dir: &Path, session_id: &str, lines: &[String], now: i64, replace: bool) -> std::io::Result<()> {
     let Some(file) = file_for(dir, session_id) else { return Ok(()) };
     fs::create_dir_all(dir)?;
-    // Only a regular file of the folder is appended to: a link planted there is never followed
+    // Only a regular file of the folder is written to: a link planted there is never followed
     // (it could lead anywhere), nor is anything else that is not a file.
     let existing = match fs::symlink_metadata(&file) {
         Ok(m) if m.file_type().is_file() => true,
@@ -106,22 +156,40 @@ pub fn append(dir: &Path, session_id: &str, first_seq: i64, messages: &[String],
         Err(e) => return Err(e),
     };
     let mut out = String::new();
-    if !existing {
+    if !existing || replace {
         out.push_str(&header_line(session_id, now));
         out.push('\n');
     }
-    for (i, text) in messages.iter().enumerate() {
-        out.push_str(&message_line(first_seq + i as i64, text, now));
+    for line in lines {
+        out.push_str(line);
         out.push('\n');
     }
     let mut opts = OpenOptions::new();
-    opts.create(true).append(true);
+    opts.create(true);
+    if replace {
+        opts.write(true).truncate(true);
+    } else {
+        opts.append(true);
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600);
     }
     opts.open(&file)?.write_all(out.as_bytes())
+}
+
+/// Appends plain messages (their JSON texts, where the append of the store put them) to the
+/// session's mirror file, chained by `parentId` as the store chains them.
+pub fn append(dir: &Path, session_id: &str, at: &Appended, messages: &[String], now: i64) -> std::io::Result<()> {
+    let mut parent = at.first_parent.clone();
+    let mut lines = Vec::with_capacity(messages.len());
+    for (i, text) in messages.iter().enumerate() {
+        let id = at.ids.get(i).cloned().unwrap_or_else(|| seq_id(at.first_seq + i as i64));
+        lines.push(message_line(&id, parent.as_deref(), text, now));
+        parent = Some(id);
+    }
+    write_lines(dir, session_id, &lines, now, false)
 }
 
 /// Moves a deleted session's mirror file aside as `<file>.deleted.<time>` (the gateway's rule).
@@ -140,10 +208,13 @@ pub fn archive(dir: &Path, session_id: &str, now: i64) -> std::io::Result<Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
 
     fn tmp() -> PathBuf {
         std::env::temp_dir().join(format!("st-mirror-{}", uuid::Uuid::new_v4()))
+    }
+
+    fn at(first_seq: i64) -> Appended {
+        Appended { first_seq, first_parent: None, ids: vec![seq_id(first_seq)] }
     }
 
     #[test]
@@ -165,8 +236,15 @@ mod tests {
     #[test]
     fn the_first_append_writes_a_header_and_entries_chain_by_parent_id() {
         let dir = tmp();
-        append(&dir, "s1", 1, &[r#"{"role":"user","content":"a"}"#.into()], 0).unwrap();
-        append(&dir, "s1", 2, &[r#"{"role":"assistant","content":[{"type":"text","text":"b"}]}"#.into()], 0).unwrap();
+        append(&dir, "s1", &at(1), &[r#"{"role":"user","content":"a"}"#.into()], 0).unwrap();
+        append(
+            &dir,
+            "s1",
+            &Appended { first_seq: 2, first_parent: Some(seq_id(1)), ids: vec![seq_id(2)] },
+            &[r#"{"role":"assistant","content":[{"type":"text","text":"b"}]}"#.into()],
+            0,
+        )
+        .unwrap();
         let text = fs::read_to_string(dir.join("s1.jsonl")).unwrap();
         let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 3);
@@ -186,7 +264,7 @@ mod tests {
     #[test]
     fn an_escaping_session_id_writes_nothing_anywhere() {
         let dir = tmp();
-        append(&dir, "../escape", 1, &["{}".into()], 0).unwrap();
+        append(&dir, "../escape", &at(1), &["{}".into()], 0).unwrap();
         assert!(!dir.exists());
         assert!(!dir.parent().unwrap().join("escape.jsonl").exists());
     }
@@ -199,16 +277,16 @@ mod tests {
         let victim = dir.with_extension("victim");
         fs::write(&victim, "untouched").unwrap();
         std::os::unix::fs::symlink(&victim, dir.join("s3.jsonl")).unwrap();
-        assert!(append(&dir, "s3", 1, &["{}".into()], 0).is_err());
+        assert!(append(&dir, "s3", &at(1), &["{}".into()], 0).is_err());
         assert_eq!(fs::read_to_string(&victim).unwrap(), "untouched");
         fs::create_dir(dir.join("s4.jsonl")).unwrap();
-        assert!(append(&dir, "s4", 1, &["{}".into()], 0).is_err());
+        assert!(append(&dir, "s4", &at(1), &["{}".into()], 0).is_err());
     }
 
     #[test]
     fn a_deleted_sessions_file_is_moved_aside() {
         let dir = tmp();
-        append(&dir, "s2", 1, &["{}".into()], 0).unwrap();
+        append(&dir, "s2", &at(1), &["{}".into()], 0).unwrap();
         let to = archive(&dir, "s2", 0).unwrap().unwrap();
         assert!(!dir.join("s2.jsonl").exists());
         assert!(to.to_string_lossy().ends_with("s2.jsonl.deleted.1970-01-01T00-00-00.000Z"));

@@ -9,10 +9,9 @@ const Database = require('better-sqlite3')
 const [db, request] = process.argv.slice(2)
 const q = JSON.parse(request)
 const fs = require('node:fs')
-function empty(integrity) {
-  // A worker killed before it created the file, or before its schema was committed: an empty
-  // store, so every acknowledged write the caller checks for shows up as missing, and every
-  // count is 0.
+/** An empty store: every acknowledged write the caller checks for shows up as missing, and
+ * every count is 0. */
+function emptyStore(integrity) {
   const none = { missing: true, integrity, messages: {}, entries: {}, scalars: {} }
   for (const key of q.messages ?? []) none.messages[key] = []
   for (const key of q.entries ?? []) none.entries[key] = null
@@ -20,10 +19,14 @@ function empty(integrity) {
   process.stdout.write(JSON.stringify(none))
   process.exit(0)
 }
-if (!fs.existsSync(db)) empty('ok')
+// A worker killed before it created the file
+if (!fs.existsSync(db)) emptyStore('ok')
 const conn = new Database(db, { fileMustExist: true })
-if (!conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").get()) {
-  empty(conn.pragma('integrity_check', { simple: true }))
+// … or before its first open committed the schema (the file exists, its tables do not yet)
+if (!conn.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").pluck().get()) {
+  const integrity = conn.pragma('integrity_check', { simple: true })
+  conn.close()
+  emptyStore(integrity)
 }
 const out = { integrity: conn.pragma('integrity_check', { simple: true }), messages: {}, entries: {}, scalars: {} }
 const sid = conn.prepare('SELECT session_id FROM sessions WHERE key = ?').pluck()

@@ -173,7 +173,7 @@ impl Engine {
                     // order and never hold what was rolled back. A failed mirror write never
                     // fails the append: SQLite is the source of truth.
                     let texts: Vec<String> = rows.iter().map(|(_, t)| t.clone()).collect();
-                    let _ = crate::mirror::append(dir, sid, *first, &texts, now);
+                    let _ = crate::mirror::append(dir, sid, first, &texts, now);
                 }
             },
         )?;
@@ -237,11 +237,38 @@ impl Engine {
         Ok(report.to_json())
     }
 
-    /// `exportStateDir(dir)`: `{sessions, messages, runs, files, skipped}` written.
-    pub fn export_state_dir(&self, dir: &Value) -> Result<Value> {
+    /// `exportStateDir(dir, {layout?, stateDir?})`: `{layout, sessions, messages, runs, tasks, files,
+    /// skipped}` written. `layout` `'2026.1'` (the default) writes `sessions.json` + JSONL
+    /// (`stateDir`: the absolute path the folder will be used from once moved into place);
+    /// `'2026.9'` writes into the SQLite databases of a folder the 2026.9 gateway has initialised.
+    pub fn export_state_dir(&self, dir: &Value, opts: &Value) -> Result<Value> {
         let dir = dir_arg(dir)?;
+        let mut p = Params::new("exportStateDir", opts, &["stateDir", "layout"])?;
+        let state_dir = p.string("stateDir", 1, 4096).map(PathBuf::from);
+        let layout = p.string("layout", 1, 16);
+        p.finish()?;
+        let layout = match layout {
+            None | Some("2026.1") => "2026.1",
+            Some("2026.9") => "2026.9",
+            Some(_) => return Err(Error::invalid_request("invalid layout: must be '2026.1' or '2026.9'")),
+        };
+        if let Some(d) =
+            state_dir.as_ref().filter(|d| !d.is_absolute() || d.as_os_str().to_string_lossy().contains('\0'))
+        {
+            return Err(Error::invalid_request(format!(
+                "invalid stateDir: must be an absolute path ({} is not)",
+                crate::error::clip(&d.to_string_lossy())
+            )));
+        }
         let cfg = self.config();
-        Ok(crate::migrate::export_state_dir(&self.store, cfg.key_model(), &dir)?.to_json())
+        let report = if layout == "2026.9" {
+            crate::migrate::export_state_dir_2026_9(&self.store, cfg.key_model(), &dir)?
+        } else {
+            crate::migrate::export_state_dir(&self.store, cfg.key_model(), &dir, state_dir.as_deref())?
+        };
+        let mut out = report.to_json();
+        out["layout"] = Value::from(layout);
+        Ok(out)
     }
 
     /// `stats()`: `{sessions, messages, runs, outboxPending, dbBytes}` (`runs`: sub-agent

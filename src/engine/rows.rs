@@ -88,8 +88,26 @@ pub fn message_text(json: &str) -> Option<String> {
         }),
         _ => None,
     }?;
-    let collapsed = crate::js::collapse_whitespace(&text);
-    (!collapsed.is_empty()).then_some(collapsed)
+    // Trimmed, inner white space kept, as the gateway's preview shows it (the title collapses it).
+    let trimmed = crate::js::js_trim(&text);
+    (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
+/// The `path` the gateway's `sessions.list` reports: a fixed `session.store` file resolved (`~`
+/// expanded, made absolute); a `{agentId}` template as written; without one `(multiple)` (the
+/// per-agent stores).
+pub fn gateway_store_path(cfg: &crate::config::Config) -> String {
+    let Some(store) = cfg.store.as_deref() else { return "(multiple)".to_owned() };
+    if store.contains("{agentId}") {
+        return store.to_owned();
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let expanded = match (store.strip_prefix('~'), home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => home.join(rest.trim_start_matches('/')),
+        _ => std::path::PathBuf::from(store),
+    };
+    let absolute = std::path::absolute(&expanded).unwrap_or(expanded);
+    absolute.to_string_lossy().into_owned()
 }
 
 /// §2.7 derivedTitle from a first message: > 60 chars → cut to 59, at the last space when it

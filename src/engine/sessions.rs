@@ -54,7 +54,7 @@ impl Engine {
             active_since: active.map(|m| now - m * 60_000),
             limit: limit.map(|l| l as u32),
             kinds: None,
-            agents: None,
+            agents: cfg.listed_agents(),
             main_key: km.main_key().to_owned(),
             global_scope: km.is_global_scope(),
             default_agent: km.default_agent().to_owned(),
@@ -68,7 +68,7 @@ impl Engine {
             }
             Ok(out)
         })?;
-        Ok(json!({"ts": now, "path": self.store.path(), "count": rows.len(), "sessions": rows}))
+        Ok(json!({"ts": now, "path": super::rows::gateway_store_path(&cfg), "count": rows.len(), "sessions": rows}))
     }
 
     fn title_and_preview(
@@ -90,7 +90,7 @@ impl Engine {
                     .iter()
                     .filter(|m| m.role.as_deref() == Some("user"))
                     .find_map(|m| message_text(&m.json))
-                    .map(|t| clip_title(&t));
+                    .map(|t| clip_title(&crate::js::collapse_whitespace(&t)));
             }
             if title.is_none() {
                 let short: String = sid.chars().take(8).collect();

@@ -7,7 +7,7 @@
 //! is not a plain file name gets no transcript (reported), and a folder or file that is a
 //! symbolic link is refused. The whole export reads one snapshot of the store.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -27,6 +27,8 @@ pub struct ExportReport {
     pub sessions: u64,
     pub messages: u64,
     pub runs: u64,
+    /// 2026.9 task ledger rows (`layout: '2026.9'` only)
+    pub tasks: u64,
     pub files: u64,
     pub skipped: Vec<Skipped>,
 }
@@ -37,6 +39,7 @@ impl ExportReport {
             "sessions": self.sessions,
             "messages": self.messages,
             "runs": self.runs,
+            "tasks": self.tasks,
             "files": self.files,
             "skipped": self.skipped.iter().map(Skipped::to_json).collect::<Vec<_>>(),
         })
@@ -112,8 +115,30 @@ fn gateway_run(record: &str) -> Option<Value> {
     Some(Value::Object(r))
 }
 
-/// Exports `store` as a gateway state folder at `dir` (API.md §5).
-pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<ExportReport> {
+/// Every stored entry by agent, in key order; keys outside any agent (`global`, `unknown`) go to
+/// the default agent.
+pub(super) fn sessions_by_agent(
+    db: &crate::store::Db<'_>,
+    km: &KeyModel,
+) -> Result<BTreeMap<String, Vec<(String, Entry)>>> {
+    let mut by_agent: BTreeMap<String, Vec<(String, Entry)>> = BTreeMap::new();
+    db.all_sessions(|key, json| {
+        let entry: Entry = serde_json::from_str(&json)
+            .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
+        let agent = parse_agent_key(&key).map_or_else(|| km.default_agent().to_owned(), |k| k.agent_id);
+        by_agent.entry(agent).or_default().push((key, entry));
+        Ok(())
+    })?;
+    Ok(by_agent)
+}
+
+/// Exports `store` as a gateway state folder at `dir` (API.md §5). `state_dir` is where the
+/// folder will be used from when it is moved into place (default: `dir` itself): each session's
+/// `sessionFile` is written as an absolute path below it, as the gateway records it on every
+/// entry (its `sessions.list` titles and previews, and a topic's runs, find the transcript only
+/// through it; the 2026.1 gateway opens it as given, so a relative one would be read against its
+/// working directory).
+pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path, state_dir: Option<&Path>) -> Result<ExportReport> {
     let mut b = fs::DirBuilder::new();
     b.recursive(true);
     #[cfg(unix)]
@@ -123,21 +148,16 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
     }
     b.create(dir).map_err(|e| io_err(dir, e))?;
     let root = fs::canonicalize(dir).map_err(|e| io_err(dir, e))?;
+    let target = state_dir.map_or_else(|| root.clone(), Path::to_path_buf);
     let mut report = ExportReport::default();
     store.read(|db| {
-        // Entries by agent; keys outside any agent (`global`, `unknown`) go to the default one.
-        let mut by_agent: BTreeMap<String, Vec<(String, Entry)>> = BTreeMap::new();
-        db.all_sessions(|key, json| {
-            let entry: Entry = serde_json::from_str(&json)
-                .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
-            let agent = parse_agent_key(&key).map_or_else(|| km.default_agent().to_owned(), |k| k.agent_id);
-            by_agent.entry(agent).or_default().push((key, entry));
-            Ok(())
-        })?;
+        let by_agent = sessions_by_agent(db, km)?;
         for (agent, entries) in by_agent {
             let sessions_dir = root.join("agents").join(&agent).join("sessions");
             make_dir(&root, &sessions_dir)?;
-            let mut written: HashSet<String> = HashSet::new();
+            let target_sessions = target.join("agents").join(&agent).join("sessions");
+            // the transcript file written for each session id (one per id, shared by its keys)
+            let mut written: HashMap<String, String> = HashMap::new();
             let mut store_obj = Map::new();
             for (key, mut e) in entries {
                 e.remove("sessionFile");
@@ -146,9 +166,8 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
                     Some(t) => format!("{sid}-topic-{}.jsonl", encode_uri_component(t)),
                     None => format!("{sid}.jsonl"),
                 };
-                let file = sessions_dir.join(&name);
                 if !mirror::is_safe_file_id(&sid) {
-                    if db.message_count(&sid)? > 0 {
+                    if db.entry_count(&sid)? > 0 {
                         report.skipped.push(Skipped {
                             file: relative(&root, &sessions_dir.join("sessions.json")),
                             line: None,
@@ -158,20 +177,18 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
                             ),
                         });
                     }
-                } else if written.contains(&sid) {
-                    if topic_of(&key).is_some() {
-                        e.insert("sessionFile".into(), Value::from(file.to_string_lossy().into_owned()));
-                    }
-                } else {
-                    let n = write_transcript(db, &file, &sid, entry::updated_at(&e))?;
-                    if n > 0 {
-                        written.insert(sid.clone());
+                } else if !written.contains_key(&sid) {
+                    if let Some(n) = write_transcript(db, &sessions_dir.join(&name), &sid, entry::updated_at(&e))? {
+                        written.insert(sid.clone(), name);
                         report.files += 1;
                         report.messages += n;
-                        if topic_of(&key).is_some() {
-                            e.insert("sessionFile".into(), Value::from(file.to_string_lossy().into_owned()));
-                        }
                     }
+                }
+                // As the gateway records it on every entry: its `sessions.list` (titles, previews)
+                // and a topic's runs find the transcript only through `sessionFile`.
+                if let Some(file) = written.get(&sid) {
+                    let path = target_sessions.join(file).to_string_lossy().into_owned();
+                    e.insert("sessionFile".into(), Value::from(path));
                 }
                 store_obj.insert(key, Value::Object(e));
                 report.sessions += 1;
@@ -204,33 +221,24 @@ pub fn export_state_dir(store: &Store, km: &KeyModel, dir: &Path) -> Result<Expo
     Ok(report)
 }
 
-/// The `timestamp` (ms) of a stored message, read without building the whole message.
-fn message_time(text: &str) -> Option<i64> {
-    #[derive(serde::Deserialize)]
-    struct Stamp {
-        timestamp: Option<Value>,
-    }
-    let s: Stamp = serde_json::from_str(text).ok()?;
-    s.timestamp?.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)
-}
-
-/// Writes the transcript of `sid` (header first) when it has messages; how many it wrote.
-fn write_transcript(db: &crate::store::Db<'_>, file: &Path, sid: &str, updated: i64) -> Result<u64> {
-    if db.message_count(sid)? == 0 {
-        return Ok(0);
+/// Writes the transcript of `sid` (header first) when it has entries: every entry in order,
+/// messages and the others, with their ids and parent links. How many messages it wrote;
+/// `None` when the transcript is empty (no file).
+fn write_transcript(db: &crate::store::Db<'_>, file: &Path, sid: &str, updated: i64) -> Result<Option<u64>> {
+    if db.entry_count(sid)? == 0 {
+        return Ok(None);
     }
     let mut w = create_file(file)?;
     let mut line = mirror::header_line(sid, updated);
     line.push('\n');
     w.write_all(line.as_bytes()).map_err(|e| io_err(file, e))?;
-    let mut n: i64 = 0;
-    db.each_message(sid, |_, text| {
-        n += 1;
-        let ts = message_time(text).unwrap_or(updated);
-        let mut line = mirror::message_line(n, text, ts);
+    let mut n = 0u64;
+    db.each_entry(sid, |e| {
+        n += u64::from(e.body.is_message());
+        let mut line = mirror::entry_line(&e, updated);
         line.push('\n');
         w.write_all(line.as_bytes()).map_err(|e| io_err(file, e))
     })?;
     w.flush().map_err(|e| io_err(file, e))?;
-    Ok(n as u64)
+    Ok(Some(n))
 }

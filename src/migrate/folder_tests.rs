@@ -120,7 +120,7 @@ fn km() -> KeyModel {
     KeyModel::new(false, "main", "main")
 }
 
-/// Sessions by key, messages by session id, run records.
+/// Sessions by key, transcript entries by session id, run records.
 type Dump = (BTreeMap<String, Value>, BTreeMap<String, Vec<String>>, Vec<String>);
 
 fn dump(store: &Store) -> Dump {
@@ -136,9 +136,11 @@ fn dump(store: &Store) -> Dump {
             })?;
             let mut msgs = BTreeMap::new();
             for sid in sids {
+                // Every entry, messages and the others, as an export writes it: ids, parent
+                // links and content.
                 let mut v = Vec::new();
-                db.each_message(&sid, |_, t| {
-                    v.push(t.to_owned());
+                db.each_entry(&sid, |e| {
+                    v.push(crate::mirror::entry_line(&e, 0));
                     Ok(())
                 })?;
                 msgs.insert(sid, v);
@@ -166,8 +168,9 @@ fn a_gateway_folder_imports_with_canonical_keys_messages_in_order_and_a_skip_rep
             "agent:main:subagent:child-1",
             "agent:main:telegram:group:-100:topic:7",
             "agent:main:whatsapp:group:123@g.us",
-            "agent:ops:discord:group:dev",
-            "agent:ops:main",
+            // one case rule (the runtime's): the agent id lower-case, the rest as written
+            "agent:ops:Main",
+            "agent:ops:discord:group:Dev",
         ]
     );
     assert_eq!(r.sessions, 8);
@@ -175,9 +178,14 @@ fn a_gateway_folder_imports_with_canonical_keys_messages_in_order_and_a_skip_rep
     assert_eq!(sessions["agent:main:main"]["sessionId"], "sid-main");
     assert_eq!(sessions["agent:main:main"]["channel"], "telegram");
     assert_eq!(sessions["agent:main:subagent:child-1"]["spawnedBy"], "agent:main:main");
-    assert_eq!(sessions["agent:ops:discord:group:dev"]["groupChannel"], "#dev");
+    assert_eq!(sessions["agent:ops:discord:group:Dev"]["groupChannel"], "#dev");
     assert!(sessions["agent:main:escape"].get("sessionFile").is_none());
-    let texts = |sid: &str| msgs[sid].iter().map(|t| serde_json::from_str::<Value>(t).unwrap()).collect::<Vec<_>>();
+    let texts = |sid: &str| {
+        msgs[sid]
+            .iter()
+            .filter_map(|t| serde_json::from_str::<Value>(t).unwrap().get("message").cloned())
+            .collect::<Vec<_>>()
+    };
     let main = texts("sid-main");
     assert_eq!(main.len(), 2);
     assert_eq!(main[0]["content"], "one");
@@ -229,7 +237,7 @@ fn import_export_import_yields_the_same_store() {
     let a = Store::open(":memory:").unwrap();
     import_state_dir(&a, &km(), None, &root, 99).unwrap();
     let out = tmp("out");
-    let ex = export_state_dir(&a, &km(), &out).unwrap();
+    let ex = export_state_dir(&a, &km(), &out, None).unwrap();
     assert_eq!((ex.sessions, ex.messages, ex.runs), (8, 8, 2));
     let b = Store::open(":memory:").unwrap();
     let r = import_state_dir(&b, &km(), None, &out, 99).unwrap();
@@ -333,7 +341,7 @@ fn export_writes_no_transcript_for_a_session_id_that_is_not_a_file_name() {
         })
         .unwrap();
     let out = tmp("evil");
-    let r = export_state_dir(&store, &km(), &out.join("export")).unwrap();
+    let r = export_state_dir(&store, &km(), &out.join("export"), None).unwrap();
     assert_eq!((r.sessions, r.messages, r.files), (1, 0, 1));
     assert_eq!(r.skipped.len(), 1);
     assert_eq!(snapshot(&out).len(), 1);
@@ -358,9 +366,13 @@ fn imported_messages_are_mirrored_as_appended_ones_are() {
     import_state_dir(&store, &km(), Some(&mirror), &root, 99).unwrap();
     let text = fs::read_to_string(mirror.join("sid-main.jsonl")).unwrap();
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 3);
+    // The header, then the entries as the file had them, the compaction entry too.
+    assert_eq!(lines.len(), 4);
     assert_eq!(lines[0]["type"], "session");
-    assert_eq!(lines[2]["message"]["content"][0]["text"], "two");
+    assert_eq!(lines[1]["id"], "a1");
+    assert_eq!(lines[2]["type"], "compaction");
+    assert_eq!(lines[3]["message"]["content"][0]["text"], "two");
+    assert_eq!(lines[3]["parentId"], "a2");
     import_state_dir(&store, &km(), Some(&mirror), &root, 99).unwrap();
     assert_eq!(fs::read_to_string(mirror.join("sid-main.jsonl")).unwrap(), text);
 }
@@ -396,7 +408,7 @@ fn export_makes_no_folder_through_a_link_that_leads_outside() {
     let out = tmp("export-links");
     fs::create_dir_all(out.join("agents")).unwrap();
     std::os::unix::fs::symlink(&outside, out.join("agents/ops")).unwrap();
-    let err = export_state_dir(&store, &km(), &out).unwrap_err();
+    let err = export_state_dir(&store, &km(), &out, None).unwrap_err();
     assert_eq!(err.code(), crate::error::ErrorCode::StoreError);
     assert!(err.message().contains("outside the export folder"), "{}", err.message());
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "something was made outside");
@@ -404,6 +416,169 @@ fn export_makes_no_folder_through_a_link_that_leads_outside() {
     fs::remove_file(out.join("agents/ops")).unwrap();
     fs::create_dir_all(out.join("elsewhere")).unwrap();
     std::os::unix::fs::symlink(out.join("elsewhere"), out.join("agents/ops")).unwrap();
-    export_state_dir(&store, &km(), &out).unwrap();
+    export_state_dir(&store, &km(), &out, None).unwrap();
     assert!(out.join("elsewhere/sessions/sessions.json").is_file());
+}
+
+/// A version-3 transcript as the gateway writes it: a header, then entries chained by parent.
+fn v3(sid: &str, entries: &[Value]) -> String {
+    let mut out = line(json!({"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-01T00:00:00.000Z"}));
+    for e in entries {
+        out.push_str(&line(e.clone()));
+    }
+    out
+}
+
+fn m(id: &str, parent: Option<&str>, text: &str) -> Value {
+    json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z",
+           "message": {"role": "user", "content": text}})
+}
+
+fn texts(store: &Store, sid: &str) -> Vec<String> {
+    store.read(|db| Ok(db.history_page(sid, 1000, None)?.messages.into_iter().map(|m| m.json).collect())).unwrap()
+}
+
+#[test]
+fn a_reimport_after_the_gateway_rewrote_the_transcript_yields_what_the_file_now_holds() {
+    let root = tmp("rewrite");
+    write(&root, "agents/main/sessions/sessions.json", r#"{"agent:main:main": {"sessionId": "s", "updatedAt": 1}}"#);
+    let path = "agents/main/sessions/s.jsonl";
+    let old: Vec<Value> = (1..=5)
+        .map(|i| m(&format!("e{i}"), (i > 1).then(|| format!("e{}", i - 1)).as_deref(), &format!("old {i}")))
+        .collect();
+    write(&root, path, &v3("s", &old));
+    let store = Store::open(":memory:").unwrap();
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 9).unwrap().messages, 5);
+
+    // The gateway appends two turns: only those are added.
+    let mut grown = old.clone();
+    grown.push(m("e6", Some("e5"), "new 6"));
+    grown.push(m("e7", Some("e6"), "new 7"));
+    write(&root, path, &v3("s", &grown));
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 9).unwrap().messages, 2);
+    assert_eq!(texts(&store, "s").len(), 7);
+
+    // It compacts (the file keeps a compaction entry and the last turns) and runs on.
+    let mut rewritten = vec![
+        json!({"type": "compaction", "id": "c1", "parentId": null, "summary": "before", "firstKeptEntryId": "e6"}),
+    ];
+    rewritten.push(m("e6", Some("c1"), "new 6"));
+    rewritten.push(m("e7", Some("e6"), "new 7"));
+    rewritten.push(m("e8", Some("e7"), "after 8"));
+    write(&root, path, &v3("s", &rewritten));
+    let r = import_state_dir(&store, &km(), None, &root, 9).unwrap();
+    assert_eq!(r.messages, 3);
+    let got = texts(&store, "s");
+    assert_eq!(got.len(), 3);
+    assert!(got[0].contains("new 6") && got[2].contains("after 8"));
+    let (_, entries, _) = dump(&store);
+    assert!(entries["s"][0].contains("\"compaction\""));
+    // Idempotent: once more adds nothing and changes nothing.
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 9).unwrap().messages, 0);
+    assert_eq!(dump(&store).1, entries);
+}
+
+#[test]
+fn a_reimport_keeps_messages_appended_here_after_the_file_ends() {
+    let root = tmp("ahead");
+    write(&root, "agents/main/sessions/sessions.json", r#"{"agent:main:main": {"sessionId": "s", "updatedAt": 1}}"#);
+    write(&root, "agents/main/sessions/s.jsonl", &v3("s", &[m("a", None, "one")]));
+    let store = Store::open(":memory:").unwrap();
+    import_state_dir(&store, &km(), None, &root, 9).unwrap();
+    store
+        .write(|db| db.append_messages("s", &[(Some("user".into()), r#"{"role":"user","content":"here"}"#.into())]))
+        .unwrap();
+    assert_eq!(import_state_dir(&store, &km(), None, &root, 9).unwrap().messages, 0);
+    assert_eq!(texts(&store, "s").len(), 2);
+}
+
+#[test]
+fn export_writes_back_entries_that_are_not_messages_with_their_parent_links_in_order() {
+    let root = tmp("tree");
+    write(&root, "agents/main/sessions/sessions.json", r#"{"agent:main:main": {"sessionId": "s", "updatedAt": 1}}"#);
+    let entries = vec![
+        json!({"type": "model_change", "id": "mc", "parentId": null, "provider": "p", "modelId": "x"}),
+        m("a", Some("mc"), "one"),
+        m("b", Some("a"), "two"),
+        json!({"type": "branch_summary", "id": "bs", "parentId": "a", "fromId": "b", "summary": "went back"}),
+        m("c", Some("bs"), "three"),
+        json!({"type": "custom", "id": "cu", "parentId": "c", "customType": "x", "data": {"k": 1}}),
+    ];
+    write(&root, "agents/main/sessions/s.jsonl", &v3("s", &entries));
+    let a = Store::open(":memory:").unwrap();
+    import_state_dir(&a, &km(), None, &root, 9).unwrap();
+    assert_eq!(texts(&a, "s").len(), 3);
+    let out = tmp("tree-out");
+    assert_eq!(export_state_dir(&a, &km(), &out, None).unwrap().messages, 3);
+    let text = fs::read_to_string(out.join("agents/main/sessions/s.jsonl")).unwrap();
+    let lines: Vec<Value> = text.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines, entries);
+    let b = Store::open(":memory:").unwrap();
+    import_state_dir(&b, &km(), None, &out, 9).unwrap();
+    assert_eq!(dump(&b), dump(&a));
+}
+
+#[test]
+fn under_global_scope_every_agents_main_session_stays_reachable_and_the_collision_is_reported() {
+    let root = tmp("global");
+    write(&root, "agents/main/sessions/sessions.json", r#"{"global": {"sessionId": "g-main", "updatedAt": 1}}"#);
+    write(&root, "agents/main/sessions/g-main.jsonl", &v3("g-main", &[m("a", None, "main's")]));
+    write(&root, "agents/ops/sessions/sessions.json", r#"{"global": {"sessionId": "g-ops", "updatedAt": 2}}"#);
+    write(&root, "agents/ops/sessions/g-ops.jsonl", &v3("g-ops", &[m("b", None, "ops's")]));
+    let km = KeyModel::new(true, "main", "main");
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km, None, &root, 9).unwrap();
+    let (sessions, _, _) = dump(&store);
+    // The default agent's keeps `global` (the gateway resolves `global` to its store) although
+    // the other is newer; the other is kept under a key of its own that canonicalises to itself.
+    assert_eq!(sessions["global"]["sessionId"], "g-main");
+    assert_eq!(sessions["agent:ops:global"]["sessionId"], "g-ops");
+    assert_eq!(km.canonical("agent:ops:global").unwrap(), "agent:ops:global");
+    assert_eq!((r.sessions, r.messages), (2, 2));
+    assert_eq!(r.merged.len(), 1);
+    assert_eq!(r.merged[0].kept_as.as_deref(), Some("agent:ops:global"));
+    assert_eq!((r.merged[0].into.as_str(), r.merged[0].session_id.as_str()), ("global", "g-ops"));
+}
+
+#[test]
+fn an_entry_that_loses_a_collision_is_reported() {
+    let root = tmp("collide");
+    write(
+        &root,
+        "agents/main/sessions/sessions.json",
+        r#"{"main": {"sessionId": "old", "updatedAt": 1}, "agent:main:main": {"sessionId": "new", "updatedAt": 2}}"#,
+    );
+    let store = Store::open(":memory:").unwrap();
+    let r = import_state_dir(&store, &km(), None, &root, 9).unwrap();
+    assert_eq!(dump(&store).0["agent:main:main"]["sessionId"], "new");
+    assert_eq!(r.merged.len(), 1);
+    assert_eq!((r.merged[0].key.as_str(), r.merged[0].session_id.as_str()), ("main", "old"));
+    assert_eq!(r.merged[0].kept_as, None);
+}
+
+#[test]
+fn a_topic_sessions_file_is_written_for_the_folder_it_will_be_used_from() {
+    let root = tmp("topic");
+    write(
+        &root,
+        "agents/main/sessions/sessions.json",
+        r#"{"agent:main:telegram:group:-1:topic:42": {"sessionId": "t", "updatedAt": 1},
+            "agent:main:main": {"sessionId": "m", "updatedAt": 1}}"#,
+    );
+    write(&root, "agents/main/sessions/t-topic-42.jsonl", &v3("t", &[m("a", None, "in topic")]));
+    write(&root, "agents/main/sessions/m.jsonl", &v3("m", &[m("b", None, "main")]));
+    let store = Store::open(":memory:").unwrap();
+    import_state_dir(&store, &km(), None, &root, 9).unwrap();
+    let out = tmp("topic-out");
+    let live = Path::new("/srv/gateway/state");
+    export_state_dir(&store, &km(), &out, Some(live)).unwrap();
+    let text = fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap();
+    let written: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        written["agent:main:telegram:group:-1:topic:42"]["sessionFile"],
+        "/srv/gateway/state/agents/main/sessions/t-topic-42.jsonl"
+    );
+    assert!(out.join("agents/main/sessions/t-topic-42.jsonl").is_file());
+    // every session has one, as the gateway records it (its listing finds transcripts only so)
+    assert_eq!(written["agent:main:main"]["sessionFile"], "/srv/gateway/state/agents/main/sessions/m.jsonl");
 }

@@ -3,82 +3,80 @@
 //!
 //! Keys are canonicalised per [`KeyModel::import_canonical`]; two entries landing on one key keep
 //! the one with the larger `updatedAt` (on a tie, the one that already had the canonical key);
-//! an entry already in the store is replaced only by a newer one. A transcript adds only the
-//! messages past those already stored for its session id, so a second import adds nothing. The
-//! writes go in batches of transactions, so a large folder neither holds the store for long
-//! nor keeps much in memory.
+//! an entry already in the store is replaced only by a newer one. A transcript's entries (its
+//! messages and the entries that are not messages, with their ids and parent links) are matched
+//! against those already stored for its session id, entry by entry (by id, or by content for an
+//! entry without one): when the stored ones begin the file, only the rest is added (so a second
+//! import adds nothing); when the file begins the stored ones (messages appended here since),
+//! nothing changes; otherwise the gateway rewrote the file (a compaction, a branch) and the
+//! stored transcript is replaced by what the file now holds. The writes go in batches of
+//! transactions, so a large folder neither holds the store for long nor keeps much in memory.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::resync::{stored_lines, sync_plan, Sync};
 use super::{encode_uri_component, inside, json5, jsonl, relative, topic_of, Resolved, Skipped};
 use crate::entry::{self, Entry, MAX_SESSION_ID_LEN};
 use crate::error::{Error, Result};
 use crate::keys::{normalize_agent_id, parse_agent_key, KeyModel};
 use crate::mirror::is_safe_file_id;
 use crate::store::bulk::SubagentRunRow;
+use crate::store::transcripts::NewEntry;
 use crate::store::Store;
 
-/// A transcript's messages as stored: role and JSON text.
-type Messages = Vec<(Option<String>, String)>;
+pub use super::report::{ImportReport, Layout, LayoutCounts, Merged};
 
-/// A batch is written once it holds this many messages …
+/// A transcript's entries as read.
+pub(super) type Entries = Vec<NewEntry>;
+
+/// A batch is written once it holds this many entries …
 const BATCH_MESSAGES: usize = 50_000;
 /// … or this many sessions.
 const BATCH_SESSIONS: usize = 2_000;
 
-/// What an import added, and what it left out.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct ImportReport {
-    pub sessions: u64,
-    pub messages: u64,
-    pub runs: u64,
-    pub skipped: Vec<Skipped>,
-}
-
-impl ImportReport {
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({
-            "sessions": self.sessions,
-            "messages": self.messages,
-            "runs": self.runs,
-            "skipped": self.skipped.iter().map(Skipped::to_json).collect::<Vec<_>>(),
-        })
-    }
-}
-
 /// One entry read from a store file, on its way in.
-struct Candidate {
-    key: String,
-    entry: Entry,
-    updated: i64,
+pub(super) struct Candidate {
+    pub(super) key: String,
+    /// the key as the store file has it
+    pub(super) raw_key: String,
+    pub(super) entry: Entry,
+    pub(super) updated: i64,
     /// `updatedAt` was missing and became the import's "now": never newer than a stored entry,
     /// so that importing again changes nothing
-    updated_missing: bool,
+    pub(super) updated_missing: bool,
     /// the raw key already was the canonical one (wins a tie)
-    was_canonical: bool,
+    pub(super) was_canonical: bool,
     /// a legacy direct chat key (may become the main entry, §2.8)
-    legacy_direct: bool,
-    agent: String,
+    pub(super) legacy_direct: bool,
+    pub(super) agent: String,
     /// folder of the store file it came from
-    store_dir: PathBuf,
+    pub(super) store_dir: PathBuf,
     /// the store file, relative to the state folder
-    store_rel: String,
-    session_file: Option<String>,
+    pub(super) store_rel: String,
+    pub(super) session_file: Option<String>,
+    /// the 2026.9 agent database it came from (an index into `Importer::dbs`), `None` for 2026.1
+    pub(super) db: Option<usize>,
 }
 
-struct Importer<'a> {
-    root: PathBuf,
-    km: &'a KeyModel,
+pub(super) struct Importer<'a> {
+    pub(super) root: PathBuf,
+    pub(super) km: &'a KeyModel,
     mirror_dir: Option<&'a Path>,
-    now: i64,
-    report: ImportReport,
+    pub(super) now: i64,
+    pub(super) report: ImportReport,
+    /// the 2026.9 agent databases being read (each inside its read transaction)
+    pub(super) dbs: Vec<crate::store::oc9_read::Oc9Db>,
 }
+
+/// One session of a batch: the candidate, its transcript, and (2026.9) the transcripts of its
+/// other generations by session id.
+type BatchItem = (usize, Option<Entries>, Vec<(String, Entries)>);
 
 impl Importer<'_> {
-    fn skip(&mut self, file: &str, line: Option<usize>, reason: impl Into<String>) {
+    pub(super) fn skip(&mut self, file: &str, line: Option<usize>, reason: impl Into<String>) {
         self.report.skipped.push(Skipped { file: file.to_owned(), line, reason: reason.into() });
     }
 
@@ -117,6 +115,19 @@ impl Importer<'_> {
                 None
             }
         }
+    }
+
+    /// Under `session.scope: "global"` the gateway keeps one `global` entry per agent store and
+    /// resolves `global` to the default agent's; here there is one key space, so another
+    /// agent's entry that lands on `global` is kept under `agent:<id>:global` (a key that
+    /// stays itself, so it can be found) instead of displacing the default agent's.
+    fn own_global_key(&self, key: &str, agent: &str, legacy: bool) -> Option<String> {
+        if !self.km.is_global_scope() || key != "global" || legacy || agent == self.km.default_agent() {
+            return None;
+        }
+        [format!("agent:{agent}:global"), format!("agent:{agent}:global-session")]
+            .into_iter()
+            .find(|k| self.km.canonical(k).is_ok_and(|c| c == *k))
     }
 
     /// The store files: the legacy single store, then every agent's, agents in name order.
@@ -170,13 +181,24 @@ impl Importer<'_> {
                     continue;
                 }
             }
-            let key = match self.km.import_canonical(&raw_key, agent) {
+            let mut key = match self.km.import_canonical(&raw_key, agent) {
                 Ok(k) => k,
                 Err(err) => {
                     self.skip(&rel, None, format!("{what}: {}", err.message()));
                     continue;
                 }
             };
+            if let Some(own) = self.own_global_key(&key, agent, legacy) {
+                let session_id = entry::str_field(&e, "sessionId").unwrap_or_default().to_owned();
+                self.report.merged.push(Merged {
+                    file: rel.clone(),
+                    key: raw_key.clone(),
+                    session_id,
+                    into: key,
+                    kept_as: Some(own.clone()),
+                });
+                key = own;
+            }
             entry::migrate_legacy_fields(&mut e);
             let updated_missing = !e.get("updatedAt").and_then(Value::as_f64).is_some_and(f64::is_finite);
             let updated = match e.get("updatedAt").and_then(Value::as_f64).filter(|f| f.is_finite()) {
@@ -207,6 +229,7 @@ impl Importer<'_> {
                 && !lower.contains(":channel:")
                 && !lower.contains("@g.us");
             let c = Candidate {
+                raw_key: raw_key.clone(),
                 was_canonical: trimmed == key,
                 key,
                 entry: e,
@@ -217,19 +240,35 @@ impl Importer<'_> {
                 store_dir: store_dir.clone(),
                 store_rel: rel.clone(),
                 session_file,
+                db: None,
             };
-            match index.get(&c.key) {
-                None => {
-                    index.insert(c.key.clone(), into.len());
-                    into.push(c);
-                }
-                Some(&at) => {
-                    let old = &into[at];
-                    let wins = c.updated > old.updated
-                        || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
-                    if wins {
-                        into[at] = c;
-                    }
+            self.offer(c, into, index);
+        }
+    }
+
+    /// Adds a candidate, or keeps the one already under its key when that one wins (the larger
+    /// `updatedAt`, on a tie the one that already had the canonical key); the loser is reported
+    /// in `merged`.
+    pub(super) fn offer(&mut self, c: Candidate, into: &mut Vec<Candidate>, index: &mut HashMap<String, usize>) {
+        match index.get(&c.key) {
+            None => {
+                index.insert(c.key.clone(), into.len());
+                into.push(c);
+            }
+            Some(&at) => {
+                let old = &into[at];
+                let wins =
+                    c.updated > old.updated || (c.updated == old.updated && (c.was_canonical || !old.was_canonical));
+                let loser = if wins { old } else { &c };
+                self.report.merged.push(Merged {
+                    file: loser.store_rel.clone(),
+                    key: loser.raw_key.clone(),
+                    session_id: entry::str_field(&loser.entry, "sessionId").unwrap_or_default().to_owned(),
+                    into: loser.key.clone(),
+                    kept_as: None,
+                });
+                if wins {
+                    into[at] = c;
                 }
             }
         }
@@ -279,14 +318,14 @@ impl Importer<'_> {
         None
     }
 
-    fn read_transcript(&mut self, file: &Path) -> Messages {
+    fn read_transcript(&mut self, file: &Path) -> Entries {
         let Some((real, bytes)) = self.read_bytes(file) else { return Vec::new() };
         let rel = relative(&self.root, &real);
         let t = jsonl::read(&bytes);
         for (line, reason) in t.bad_lines {
             self.skip(&rel, Some(line), reason);
         }
-        t.messages
+        t.entries
     }
 
     /// §2.8: when an agent has no main entry, the most recent direct entry of the legacy single
@@ -311,6 +350,7 @@ impl Importer<'_> {
             let src = &cands[i];
             let copy = Candidate {
                 key: main.clone(),
+                raw_key: src.raw_key.clone(),
                 entry: src.entry.clone(),
                 updated: src.updated,
                 updated_missing: src.updated_missing,
@@ -320,6 +360,7 @@ impl Importer<'_> {
                 store_dir: src.store_dir.clone(),
                 store_rel: src.store_rel.clone(),
                 session_file: src.session_file.clone(),
+                db: src.db,
             };
             index.insert(main, cands.len());
             cands.push(copy);
@@ -327,12 +368,33 @@ impl Importer<'_> {
     }
 
     /// Writes one batch of entries with their transcripts in one transaction.
-    fn write_batch(&mut self, store: &Store, batch: &[(usize, Option<Messages>)], cands: &[Candidate]) -> Result<()> {
+    fn write_batch(&mut self, store: &Store, batch: &[BatchItem], cands: &[Candidate]) -> Result<()> {
         let (mirror_dir, now) = (self.mirror_dir, self.now);
-        let (sessions, messages) = store.write(|db| {
-            let (mut sessions, mut messages) = (0u64, 0u64);
-            for (i, transcript) in batch {
+        let counts = store.write(|db| {
+            let mut counts: HashMap<Layout, (u64, u64)> = HashMap::new();
+            // Brings the stored transcript of `sid` in step with `entries`; the messages it added.
+            let sync = |sid: &str, entries: &Entries| -> Result<u64> {
+                let (replace, added) = match sync_plan(db, sid, entries)? {
+                    Sync::Nothing => return Ok(0),
+                    Sync::Append(from) => (false, &entries[from..]),
+                    Sync::Replace => (true, &entries[..]),
+                };
+                let at = if replace { db.replace_transcript(sid, added)? } else { db.append_entries(sid, added)? };
+                if let Some(dir) = mirror_dir {
+                    // As appendMessages does: inside the transaction, for the rows' order;
+                    // a failed mirror write fails nothing (SQLite is the source of truth).
+                    let lines = stored_lines(&at, added, now);
+                    let _ = crate::mirror::write_lines(dir, sid, &lines, now, replace);
+                }
+                Ok(added.iter().filter(|e| e.body.is_message()).count() as u64)
+            };
+            for (i, transcript, generations) in batch {
                 let c = &cands[*i];
+                let layout = if c.db.is_some() { Layout::Sqlite } else { Layout::Json };
+                let (sessions, messages) = counts.entry(layout).or_default();
+                for (sid, entries) in generations {
+                    *messages += sync(sid, entries)?;
+                }
                 let sid = entry::str_field(&c.entry, "sessionId").unwrap_or_default();
                 let stored_sid = match db.session(&c.key)? {
                     Some(existing) if c.updated_missing || entry::updated_at(&existing) >= c.updated => {
@@ -340,32 +402,22 @@ impl Importer<'_> {
                     }
                     _ => {
                         db.put_session(&c.key, &c.entry)?;
-                        sessions += 1;
+                        *sessions += 1;
                         sid.to_owned()
                     }
                 };
                 // Only the transcript of the entry the store keeps; only what it lacks.
-                let Some(msgs) = transcript else { continue };
+                let Some(entries) = transcript else { continue };
                 if stored_sid != sid {
                     continue;
                 }
-                let have = db.message_count(sid)? as usize;
-                if msgs.len() > have {
-                    let added = &msgs[have..];
-                    let first = db.append_messages(sid, added)?;
-                    messages += added.len() as u64;
-                    if let Some(dir) = mirror_dir {
-                        // As appendMessages does: inside the transaction, for the rows' order;
-                        // a failed mirror write fails nothing (SQLite is the source of truth).
-                        let texts: Vec<String> = added.iter().map(|(_, t)| t.clone()).collect();
-                        let _ = crate::mirror::append(dir, sid, first, &texts, now);
-                    }
-                }
+                *messages += sync(sid, entries)?;
             }
-            Ok((sessions, messages))
+            Ok(counts)
         })?;
-        self.report.sessions += sessions;
-        self.report.messages += messages;
+        for (layout, (sessions, messages)) in counts {
+            self.report.add(layout, sessions, messages, 0, 0);
+        }
         Ok(())
     }
 
@@ -404,7 +456,7 @@ impl Importer<'_> {
             }
             Ok(n)
         })?;
-        self.report.runs += added;
+        self.report.add(Layout::Json, 0, 0, added, 0);
         Ok(())
     }
 }
@@ -413,7 +465,7 @@ impl Importer<'_> {
 /// `SubagentRun`: v1 fields migrated, keys canonicalised, `announce` derived from the cleanup
 /// state (kept as is when the record already has a valid one, as our export writes), unknown
 /// fields kept.
-fn run_row(v: &Value, v1: bool, km: &KeyModel, now: i64) -> std::result::Result<SubagentRunRow, String> {
+pub(super) fn run_row(v: &Value, v1: bool, km: &KeyModel, now: i64) -> std::result::Result<SubagentRunRow, String> {
     let Value::Object(src) = v else { return Err("a run record that is not an object".into()) };
     let Some(run_id) = src.get("runId").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
         return Err("a run record without a runId".into());
@@ -509,12 +561,16 @@ pub fn import_state_dir(
     if !root.is_dir() {
         return Err(Error::store(format!("cannot import {}: not a folder", dir.display())));
     }
-    let mut imp = Importer { root, km, mirror_dir, now, report: ImportReport::default() };
+    let mut imp = Importer { root, km, mirror_dir, now, report: ImportReport::default(), dbs: Vec::new() };
     let mut cands = Vec::new();
     let mut index = HashMap::new();
     for (i, (path, agent)) in imp.store_files().into_iter().enumerate() {
+        if path.exists() {
+            imp.report.layouts.entry(Layout::Json).or_default();
+        }
         imp.read_store(&path, &agent, i == 0, &mut cands, &mut index);
     }
+    imp.read_agent_databases(&mut cands, &mut index);
     imp.adopt_main_entries(&mut cands, &mut index);
 
     // A transcript is read once per session id, for the first entry that names it.
@@ -523,13 +579,16 @@ pub fn import_state_dir(
     let mut batch_messages = 0usize;
     for i in 0..cands.len() {
         let sid = entry::str_field(&cands[i].entry, "sessionId").unwrap_or_default().to_owned();
-        let transcript = if read_sids.insert(sid.clone()) {
-            imp.transcript_file(&cands[i], &sid).map(|f| imp.read_transcript(&f))
-        } else {
-            None
+        let (transcript, generations) = match cands[i].db {
+            Some(db) => imp.database_transcripts(db, &cands[i], &mut read_sids),
+            None if read_sids.insert(sid.clone()) => {
+                (imp.transcript_file(&cands[i], &sid).map(|f| imp.read_transcript(&f)), Vec::new())
+            }
+            None => (None, Vec::new()),
         };
         batch_messages += transcript.as_ref().map_or(0, Vec::len);
-        batch.push((i, transcript));
+        batch_messages += generations.iter().map(|(_, m)| m.len()).sum::<usize>();
+        batch.push((i, transcript, generations));
         if batch_messages >= BATCH_MESSAGES || batch.len() >= BATCH_SESSIONS {
             imp.write_batch(store, &batch, &cands)?;
             batch.clear();
@@ -540,5 +599,6 @@ pub fn import_state_dir(
         imp.write_batch(store, &batch, &cands)?;
     }
     imp.import_runs(store)?;
+    imp.import_database_runs(store)?;
     Ok(imp.report)
 }

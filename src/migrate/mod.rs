@@ -11,13 +11,17 @@ pub mod export;
 pub mod import;
 pub mod json5;
 pub mod jsonl;
+pub mod report;
+pub mod resync;
+pub mod sqlite9;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 pub use export::{export_state_dir, ExportReport};
-pub use import::{import_state_dir, ImportReport};
+pub use import::{import_state_dir, ImportReport, Layout};
+pub use sqlite9::export::export_state_dir_2026_9;
 
 /// A file or line left out, and why (`file` relative to the folder given, `line` 1-based).
 #[derive(Debug, Clone, PartialEq, Eq)]

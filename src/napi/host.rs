@@ -71,7 +71,8 @@ fn describe(env: &Env, v: Unknown<'_>) -> String {
         }
     })();
     clear_pending(env);
-    text.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| "the callback failed without a message".to_owned())
+    // Empty when it gave none: the core decides what that reads as (`host::failure_text`).
+    text.filter(|t| !t.trim().is_empty()).unwrap_or_default()
 }
 
 fn thenable<'e>(env: &'e Env, v: &Unknown<'e>) -> Option<(Object<'e>, Function<'e, Unknown<'e>, Unknown<'e>>)> {
@@ -232,14 +233,9 @@ pub struct JsHost {
     closed: std::sync::atomic::AtomicBool,
 }
 
-pub async fn call<A: 'static + JsValuesTupleIntoVec>(
-    f: &Callback<A>,
-    arg: A,
-    name: &str,
-) -> std::result::Result<Value, String> {
+pub async fn call<A: 'static + JsValuesTupleIntoVec>(f: &Callback<A>, arg: A) -> std::result::Result<Value, String> {
     match f.call_async_catch(arg).await {
         Ok(reply) => reply.settle().await,
-        Err(e) if e.reason.trim().is_empty() => Err(format!("{name} failed without a message")),
         Err(e) => Err(e.reason.clone()),
     }
 }
@@ -252,7 +248,7 @@ impl JsHost {
             tokio::spawn(async move {
                 while let Some(ev) = rx.recv().await {
                     // a throwing or rejecting onEvent is ignored (API.md §2.3)
-                    let _ = call(&f, JsonArg(ev), "onEvent").await;
+                    let _ = call(&f, JsonArg(ev)).await;
                 }
             });
             tx
@@ -273,7 +269,7 @@ impl Host for JsHost {
         let f = self.run_agent.clone();
         Box::pin(async move {
             let f = f.ok_or_else(|| "no runAgent callback is configured".to_owned())?;
-            call(&f, JsonArg(req.to_json()), "runAgent").await
+            call(&f, JsonArg(req.to_json())).await
         })
     }
     fn can_run(&self) -> bool {
@@ -288,7 +284,7 @@ impl Host for JsHost {
         let f = self.deliver.clone();
         Box::pin(async move {
             let f = f.ok_or_else(|| "no deliver callback is configured".to_owned())?;
-            call(&f, JsonArg(msg), "deliver").await.map(|_| ())
+            call(&f, JsonArg(msg)).await.map(|_| ())
         })
     }
     fn can_deliver(&self) -> bool {
@@ -298,7 +294,7 @@ impl Host for JsHost {
         let f = self.steer.clone();
         Box::pin(async move {
             let Some(f) = f else { return Ok(false) };
-            Ok(call(&f, FnArgs::from((session_key, text)), "steer").await? == Value::Bool(true))
+            Ok(call(&f, FnArgs::from((session_key, text))).await? == Value::Bool(true))
         })
     }
     fn can_steer(&self) -> bool {

@@ -67,7 +67,10 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
         Value::Null => return Err(bad("options.path required".into())),
         _ => return Err(bad("invalid options.path: must be a non-empty string".into())),
     };
-    let config = Config::from_json(&to_json(env, get("config")?, "config")?)?;
+    let config = crate::settings::effective_config(
+        &to_json(env, get("config")?, "config")?,
+        &to_json(env, get("settings")?, "settings")?,
+    )?;
     let mut functions = Vec::new();
     for name in ["runAgent", "deliver", "onEvent", "steer"] {
         if let Some(v) = get(name)? {
@@ -164,7 +167,7 @@ impl SessionTools {
             let req = serde_json::json!({"runId": "bench", "sessionKey": "agent:main:main", "message": "ping"});
             let start = std::time::Instant::now();
             for _ in 0..n {
-                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()), "fn")
+                super::host::call(&tsfn, super::host::JsonArg::new(req.clone()))
                     .await
                     .map_err(CoreError::invalid_request)?;
             }
@@ -176,14 +179,24 @@ impl SessionTools {
 
     /// Swaps the config (same validation as `open`); throws `INVALID_CONFIG` and keeps the old
     /// config on error.
-    #[napi(ts_args_type = "config: GatewayConfig | null | undefined")]
-    pub fn set_config(&self, env: &Env, config: Option<Unknown<'_>>) -> napi::Result<()> {
-        let cfg = to_json(env, config, "config")
-            .map_err(|e| CoreError::invalid_config(e.message().to_owned()))
-            .and_then(|v| Config::from_json(&v));
+    #[napi(ts_args_type = "config: GatewayConfig | null | undefined, settings?: Settings")]
+    pub fn set_config(
+        &self,
+        env: &Env,
+        config: Option<Unknown<'_>>,
+        settings: Option<Unknown<'_>>,
+    ) -> napi::Result<()> {
+        let given = |v: Option<Unknown<'_>>, what| {
+            to_json(env, v, what).map_err(|e| CoreError::invalid_config(e.message().to_owned()))
+        };
+        let settings = settings.filter(|s| s.get_type().is_ok_and(|t| t != ValueType::Undefined));
+        let cfg = given(config, "config").and_then(|c| {
+            let s = settings.map(|s| given(Some(s), "settings")).transpose()?;
+            crate::settings::next_config(&self.engine.config(), &c, s.as_ref())
+        });
         match cfg {
             Ok(c) => {
-                self.engine.set_config(c);
+                self.orch.set_config(c);
                 Ok(())
             }
             Err(e) => Err(js_error(env, &e)),
@@ -392,13 +405,15 @@ impl SessionTools {
     }
 
     /// Writes the store as a gateway state folder (API.md §5).
-    #[napi(ts_args_type = "dir: string", ts_return_type = "Promise<ExportReport>")]
+    #[napi(ts_args_type = "dir: string, options?: ExportOptions", ts_return_type = "Promise<ExportReport>")]
     pub fn export_state_dir<'env>(
         &self,
         env: &'env Env,
         dir: Option<Unknown<'env>>,
+        options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run1(env, dir, "dir", |e, d| e.export_state_dir(d))
+        let args = to_json(env, dir, "dir").and_then(|d| Ok((d, to_json(env, options, "options")?)));
+        self.run(env, args.map(|(d, o)| -> Job { Box::new(move |e: &Engine| e.export_state_dir(&d, &o)) }))
     }
 
     /// Counts of what the store holds, and its size.

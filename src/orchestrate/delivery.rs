@@ -71,7 +71,7 @@ pub async fn attempt_a2a(orch: &Orchestrator, row: OutboxRow) -> Attempt {
             host.emit(outbox::item_event("delivery.sent", &row, json!({ "attempt": row.attempts + 1 })));
             Attempt::Delivered
         }
-        Ok(Err(e)) => Attempt::Retry(e),
+        Ok(Err(e)) => Attempt::Retry(crate::host::failure_text(e, "deliver")),
         Err(_) => Attempt::Retry("deliver did not settle within 60 s".to_owned()),
     }
 }

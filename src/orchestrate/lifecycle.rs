@@ -45,6 +45,7 @@ impl Orchestrator {
     /// interrupted, recovers the sub-agent registry (announcing what was left unannounced),
     /// and starts the outbox worker and the archive sweeper.
     pub async fn start(self: &Arc<Self>) -> Result<()> {
+        self.report_deprecated();
         let (e, r) = (self.engine.clone(), self.runs.clone());
         blocking(move || r.recover(&e)).await?;
         subagents::recover(self).await?;

@@ -68,6 +68,19 @@ impl Orchestrator {
         });
     }
 
+    /// Swaps the config (`setConfig`) and reports the keys of it that moved to the settings.
+    pub fn set_config(&self, config: crate::config::Config) {
+        self.engine.set_config(config);
+        self.report_deprecated();
+    }
+
+    /// One `config.deprecated` event per key of the config in force that moved to the settings.
+    pub fn report_deprecated(&self) {
+        for d in &self.engine.config().deprecated {
+            self.emit("config.deprecated", None, None, serde_json::json!({"key": d.key, "use": d.moved_to}));
+        }
+    }
+
     /// Emits a lifecycle event (API.md §2.3).
     pub fn emit(&self, kind: &'static str, run_id: Option<&str>, session_key: Option<&str>, details: Value) {
         self.host.emit(Event {

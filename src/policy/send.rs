@@ -349,8 +349,9 @@ mod tests {
     }
 
     #[test]
-    fn y6_a_matching_rule_without_action_allows() {
-        let p = policy(json!({"default": "deny", "rules": [{"match": {"keyPrefix": "cron:"}}]}));
+    fn a_matching_allow_rule_beats_a_deny_default() {
+        // (a rule without `action`, Y6, is refused by the config as by the gateway's schema)
+        let p = policy(json!({"default": "deny", "rules": [{"action": "allow", "match": {"keyPrefix": "cron:"}}]}));
         assert_eq!(decide(Some(&p), NONE, "cron:1", "agent:main:cron:1"), PolicyAction::Allow);
     }
 

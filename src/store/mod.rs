@@ -11,11 +11,14 @@
 
 pub mod bulk;
 mod group;
+pub mod oc9_read;
+pub mod oc9_write;
 pub mod outbox;
 pub mod runs;
 mod schema;
 pub mod sessions;
 pub mod subagents;
+pub mod tasks9;
 pub mod transcripts;
 mod wal;
 

@@ -85,6 +85,51 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE outbox ADD COLUMN lease_until INTEGER; -- its claim lapses after this (ms)
     ALTER TABLE outbox ADD COLUMN session_key TEXT;    -- the session the item announces to
     "#,
+    // 3: transcript entries keep their id, parent link and envelope; the entries that are not
+    // messages (compaction, branch summaries, model changes, custom entries, …) are kept too,
+    // numbered in the same sequence as the messages of their transcript.
+    r#"
+    ALTER TABLE messages ADD COLUMN entry_id TEXT;   -- the entry's id; NULL: %08x of seq
+    ALTER TABLE messages ADD COLUMN parent_id TEXT;  -- its parentId (NULL: a root, or seq-1 when entry_id is NULL)
+    ALTER TABLE messages ADD COLUMN envelope TEXT;   -- the entry as JSON without its message; NULL: a plain message entry
+    CREATE TABLE transcript_entries (
+        session_id  TEXT NOT NULL,
+        seq         INTEGER NOT NULL,            -- shares the numbering of the transcript's messages
+        entry_id    TEXT,
+        parent_id   TEXT,
+        type        TEXT,                        -- the entry's type, NULL when it had none
+        entry       TEXT NOT NULL,               -- the whole entry as JSON
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    "#,
+    // 4 (import9, issue 15): the task ledger rows of a 2026.9 state folder (its `task_runs`), kept as
+    // read for the export back; IF NOT EXISTS, so its place among the migrations does not matter.
+    r#"
+    CREATE TABLE IF NOT EXISTS task_runs_2026_9 (
+        task_id               TEXT PRIMARY KEY NOT NULL,
+        run_id                TEXT,
+        runtime               TEXT NOT NULL,
+        status                TEXT NOT NULL,
+        delivery_status       TEXT NOT NULL,
+        owner_key             TEXT NOT NULL,
+        requester_session_key TEXT,
+        child_session_key     TEXT,
+        agent_id              TEXT,
+        created_at            INTEGER NOT NULL,
+        ended_at              INTEGER,
+        record                TEXT NOT NULL    -- the whole row as JSON (camelCase field names)
+    );
+    CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_run ON task_runs_2026_9 (run_id) WHERE run_id IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_owner ON task_runs_2026_9 (owner_key, created_at DESC);
+    CREATE INDEX IF NOT EXISTS task_runs_2026_9_by_child ON task_runs_2026_9 (child_session_key) WHERE child_session_key IS NOT NULL;
+    "#,
+    // 5 (fidelity, issue 12): the ids read from transcript files, so that an id given to an
+    // appended entry is never one of them (appended messages, envelope NULL, stay out of the
+    // index); IF NOT EXISTS, so its place among the migrations does not matter.
+    r#"
+    CREATE INDEX IF NOT EXISTS messages_by_read_id ON messages (session_id, entry_id) WHERE envelope IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS transcript_entries_by_id ON transcript_entries (session_id, entry_id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,6 +1,16 @@
-//! Transcripts: one row per message, keyed by the session's `sessionId` and a sequence number,
-//! so that the last N messages (or the N before a cursor) cost O(N) whatever the transcript's
-//! length.
+//! Transcripts: one row per transcript entry, keyed by the session's `sessionId` and a sequence
+//! number shared by all the entries of a transcript. Entries that carry a message live in
+//! `messages` (the visible transcript: every read of messages looks only there, so the last N
+//! messages, or the N before a cursor, cost O(N) whatever the transcript's length); the other
+//! entries (compaction, branch summaries, model changes, custom entries, …) live in
+//! `transcript_entries`, kept for export and never shown as messages.
+//!
+//! Every entry has an id and a parent link, as in the gateway's version-3 transcripts: an entry
+//! appended without an id gets `%08x` of its sequence number (with a `-<n>` suffix in the rare case
+//! that an id read from a file already has that form) and the id of the entry before it as its
+//! parent (rows written before ids were stored read the same way). Ids are unique in a
+//! transcript: sequence numbers are, and a generated id is checked against the ids read from
+//! files only when the transcript has any (an index lookup).
 
 use rusqlite::params;
 
@@ -23,29 +33,238 @@ pub struct HistoryPage {
     pub next_before: Option<i64>,
 }
 
+/// What a transcript entry holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryBody {
+    /// An entry with a message (a visible message).
+    Message {
+        role: Option<String>,
+        /// the message object as JSON
+        message: String,
+        /// the entry as JSON without its `message` (its `type`, `id`, `parentId`, `timestamp`
+        /// and whatever else it had); `None` for a plain message entry we wrote ourselves
+        envelope: Option<String>,
+    },
+    /// Any other entry: its `type` (`None` when it had none) and the whole entry as JSON.
+    Other { kind: Option<String>, entry: String },
+}
+
+impl EntryBody {
+    /// A plain message (role, JSON text) as `appendMessages` stores it.
+    pub fn message(role: Option<String>, message: String) -> EntryBody {
+        EntryBody::Message { role, message, envelope: None }
+    }
+
+    pub fn is_message(&self) -> bool {
+        matches!(self, EntryBody::Message { .. })
+    }
+}
+
+/// A transcript entry on its way in. Without an `id` it gets one on append (and the entry
+/// before it as its parent); with one, `parent_id` is kept as given (`None`: a root).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEntry {
+    pub id: Option<String>,
+    pub parent_id: Option<String>,
+    pub body: EntryBody,
+}
+
+impl NewEntry {
+    /// A plain message without an id.
+    pub fn message(role: Option<String>, message: String) -> NewEntry {
+        NewEntry { id: None, parent_id: None, body: EntryBody::message(role, message) }
+    }
+}
+
+/// A transcript entry as stored, with its id and parent link always known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEntry {
+    pub seq: i64,
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub body: EntryBody,
+}
+
+/// Where an append went: the sequence number of its first entry, that entry's parent, and the
+/// ids the entries got, in order (each the parent of the next).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Appended {
+    pub first_seq: i64,
+    pub first_parent: Option<String>,
+    pub ids: Vec<String>,
+}
+
+/// The id an entry appended without one gets: its sequence number as 8 hex digits.
+pub fn seq_id(seq: i64) -> String {
+    format!("{:08x}", seq & 0xffff_ffff)
+}
+
+/// The id and parent of a row: a row stored without an id reads as the mirror always wrote it.
+fn ids_of(seq: i64, entry_id: Option<String>, parent_id: Option<String>) -> (String, Option<String>) {
+    match entry_id {
+        Some(id) => (id, parent_id),
+        None => (seq_id(seq), (seq > 1).then(|| seq_id(seq - 1))),
+    }
+}
+
 impl Db<'_> {
-    /// Appends messages (role, JSON text) after the last one; returns the sequence number the
-    /// first of them got.
-    pub fn append_messages(&self, session_id: &str, messages: &[(Option<String>, String)]) -> Result<i64> {
-        let mut last = self
-            .conn
-            .prepare_cached("SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?1")
-            .map_err(sql)?;
-        let mut seq: i64 = last.query_row([session_id], |r| r.get(0)).map_err(sql)?;
-        let mut ins = self
-            .conn
-            .prepare_cached("INSERT INTO messages (session_id, seq, role, message) VALUES (?1, ?2, ?3, ?4)")
-            .map_err(sql)?;
-        let first = seq + 1;
-        for (role, json) in messages {
-            seq += 1;
-            ins.execute(params![session_id, seq, role, json]).map_err(sql)?;
+    /// The last entry of a transcript: its sequence number (0 when empty) and id.
+    fn last_entry(&self, session_id: &str) -> Result<(i64, Option<String>)> {
+        let mut best: (i64, Option<String>) = (0, None);
+        let statements = [
+            self.conn
+                .prepare_cached("SELECT seq, entry_id FROM messages WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1")
+                .map_err(sql)?,
+            self.conn
+                .prepare_cached(
+                    "SELECT seq, entry_id FROM transcript_entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+                )
+                .map_err(sql)?,
+        ];
+        for mut st in statements {
+            let mut rows = st.query([session_id]).map_err(sql)?;
+            if let Some(r) = rows.next().map_err(sql)? {
+                let seq: i64 = r.get(0).map_err(sql)?;
+                if seq > best.0 {
+                    let id: Option<String> = r.get(1).map_err(sql)?;
+                    best = (seq, Some(id.unwrap_or_else(|| seq_id(seq))));
+                }
+            }
         }
-        Ok(first)
+        Ok(best)
+    }
+
+    /// Whether an id was read from a file into this transcript.
+    fn id_was_read(&self, session_id: &str, id: &str) -> Result<bool> {
+        // INDEXED BY: without statistics the planner would walk the transcript by its key.
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
+                 WHERE session_id = ?1 AND entry_id = ?2 AND envelope IS NOT NULL) \
+                 OR EXISTS (SELECT 1 FROM transcript_entries INDEXED BY transcript_entries_by_id \
+                 WHERE session_id = ?1 AND entry_id = ?2)",
+            )
+            .map_err(sql)?;
+        st.query_row(params![session_id, id], |r| r.get(0)).map_err(sql)
+    }
+
+    /// Whether the transcript holds anything read from a file (whose ids a generated one must
+    /// avoid).
+    fn has_read_entries(&self, session_id: &str) -> Result<bool> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
+                 WHERE session_id = ?1 AND envelope IS NOT NULL) \
+                 OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = ?1)",
+            )
+            .map_err(sql)?;
+        st.query_row([session_id], |r| r.get(0)).map_err(sql)
+    }
+
+    /// The id an entry appended without one gets at `seq`.
+    fn generated_id(&self, session_id: &str, seq: i64, check: bool) -> Result<String> {
+        let base = seq_id(seq);
+        if !check || !self.id_was_read(session_id, &base)? {
+            return Ok(base);
+        }
+        let mut n = 1u32;
+        loop {
+            let id = format!("{base}-{n}");
+            if !self.id_was_read(session_id, &id)? {
+                return Ok(id);
+            }
+            n += 1;
+        }
+    }
+
+    /// Appends entries after the last one, in order.
+    pub fn append_entries(&self, session_id: &str, entries: &[NewEntry]) -> Result<Appended> {
+        let (mut seq, mut prev) = self.last_entry(session_id)?;
+        let check = entries.iter().any(|e| e.id.is_none()) && self.has_read_entries(session_id)?;
+        let mut msg = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO messages (session_id, seq, role, message, entry_id, parent_id, envelope) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(sql)?;
+        let mut other = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO transcript_entries (session_id, seq, entry_id, parent_id, type, entry) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(sql)?;
+        let mut appended = Appended { first_seq: seq + 1, first_parent: None, ids: Vec::with_capacity(entries.len()) };
+        for (i, e) in entries.iter().enumerate() {
+            seq += 1;
+            let (id, parent) = match &e.id {
+                Some(id) => (id.clone(), e.parent_id.clone()),
+                None => (self.generated_id(session_id, seq, check)?, prev.clone()),
+            };
+            if i == 0 {
+                appended.first_parent = parent.clone();
+            }
+            appended.ids.push(id.clone());
+            match &e.body {
+                EntryBody::Message { role, message, envelope } => {
+                    msg.execute(params![session_id, seq, role, message, id, parent, envelope]).map_err(sql)?
+                }
+                EntryBody::Other { kind, entry } => {
+                    other.execute(params![session_id, seq, id, parent, kind, entry]).map_err(sql)?
+                }
+            };
+            prev = Some(id);
+        }
+        Ok(appended)
+    }
+
+    /// Appends messages (role, JSON text) without ids after the last entry.
+    pub fn append_messages(&self, session_id: &str, messages: &[(Option<String>, String)]) -> Result<Appended> {
+        let entries: Vec<NewEntry> = messages.iter().map(|(r, m)| NewEntry::message(r.clone(), m.clone())).collect();
+        self.append_entries(session_id, &entries)
+    }
+
+    /// Replaces a whole transcript with `entries` (numbered from 1 again).
+    pub fn replace_transcript(&self, session_id: &str, entries: &[NewEntry]) -> Result<Appended> {
+        self.delete_transcript(session_id)?;
+        self.append_entries(session_id, entries)
+    }
+
+    /// Every entry of a transcript, messages and the others, in order.
+    pub fn each_entry(&self, session_id: &str, mut f: impl FnMut(StoredEntry) -> Result<()>) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, entry_id, parent_id, 1, role, message, envelope FROM messages WHERE session_id = ?1 \
+                 UNION ALL \
+                 SELECT seq, entry_id, parent_id, 0, type, entry, NULL FROM transcript_entries WHERE session_id = ?1 \
+                 ORDER BY 1",
+            )
+            .map_err(sql)?;
+        let mut rows = st.query([session_id]).map_err(sql)?;
+        while let Some(r) = rows.next().map_err(sql)? {
+            let seq: i64 = r.get(0).map_err(sql)?;
+            let (id, parent_id) = ids_of(seq, r.get(1).map_err(sql)?, r.get(2).map_err(sql)?);
+            let is_message: i64 = r.get(3).map_err(sql)?;
+            let body = if is_message == 1 {
+                EntryBody::Message {
+                    role: r.get(4).map_err(sql)?,
+                    message: r.get(5).map_err(sql)?,
+                    envelope: r.get(6).map_err(sql)?,
+                }
+            } else {
+                EntryBody::Other { kind: r.get(4).map_err(sql)?, entry: r.get(5).map_err(sql)? }
+            };
+            f(StoredEntry { seq, id, parent_id, body })?;
+        }
+        Ok(())
     }
 
     /// The last `limit` messages before `before` (a sequence number; `None` = the end), oldest
-    /// first. Reads at most `limit + 1` rows.
+    /// first. Reads at most `limit + 1` rows; entries that are not messages are never read.
     pub fn history_page(&self, session_id: &str, limit: u32, before: Option<i64>) -> Result<HistoryPage> {
         let mut st = self
             .conn
@@ -80,8 +299,10 @@ impl Db<'_> {
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
     }
 
-    /// Removes a transcript; how many messages it held.
+    /// Removes a transcript, its other entries too; how many messages it held.
     pub fn delete_transcript(&self, session_id: &str) -> Result<usize> {
+        let mut st = self.conn.prepare_cached("DELETE FROM transcript_entries WHERE session_id = ?1").map_err(sql)?;
+        st.execute([session_id]).map_err(sql)?;
         let mut st = self.conn.prepare_cached("DELETE FROM messages WHERE session_id = ?1").map_err(sql)?;
         st.execute([session_id]).map_err(sql)
     }
@@ -91,4 +312,16 @@ impl Db<'_> {
         let mut st = self.conn.prepare_cached("SELECT count(*) FROM messages WHERE session_id = ?1").map_err(sql)?;
         Ok(st.query_row([session_id], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64)
     }
+
+    /// How many entries a transcript holds, messages and the others.
+    pub fn entry_count(&self, session_id: &str) -> Result<u64> {
+        let mut st =
+            self.conn.prepare_cached("SELECT count(*) FROM transcript_entries WHERE session_id = ?1").map_err(sql)?;
+        let others = st.query_row([session_id], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64;
+        Ok(others + self.message_count(session_id)?)
+    }
 }
+
+#[cfg(test)]
+#[path = "transcripts_tests.rs"]
+mod tests;

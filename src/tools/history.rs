@@ -10,6 +10,7 @@ use crate::engine::Engine;
 use crate::entry;
 use crate::error::Result;
 use crate::policy::{a2a, sandbox};
+use crate::store::transcripts::StoredMessage;
 
 const TOOL: &str = "sessions_history";
 /// The gateway's serialized-size cap on a history answer.
@@ -66,11 +67,9 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
         if !include_tools && m.role.as_deref() == Some("toolResult") {
             continue;
         }
-        let Ok(mut v) = serde_json::from_str::<Value>(&m.json) else { continue };
-        if m.role.as_deref() == Some("user") {
-            strip_user_envelope(&mut v);
+        if let Some(v) = shown(&m) {
+            messages.push(v);
         }
-        messages.push(v);
     }
     cap_bytes(&mut messages, MAX_HISTORY_BYTES);
     let truncated = match max_chars {
@@ -183,6 +182,16 @@ pub fn strip_envelope(text: &str) -> String {
         })
         .collect();
     lines.join("\n")
+}
+
+/// A stored message as a tool shows it to a model: parsed, with a user message's channel
+/// envelope stripped (§4.2); `None` when it is not valid JSON.
+pub fn shown(m: &StoredMessage) -> Option<Value> {
+    let mut v = serde_json::from_str::<Value>(&m.json).ok()?;
+    if m.role.as_deref() == Some("user") {
+        strip_user_envelope(&mut v);
+    }
+    Some(v)
 }
 
 fn strip_user_envelope(m: &mut Value) {

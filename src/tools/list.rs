@@ -68,6 +68,11 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
                     .collect(),
             )
         };
+        // Only the agents the gateway lists at all (its `agents.list`, when there is one).
+        let allowed = match (allowed, cfg.listed_agents()) {
+            (Some(a), Some(listed)) => Some(a.into_iter().filter(|x| listed.contains(x)).collect()),
+            (a, listed) => a.or(listed),
+        };
         let filter = ListFilter {
             include_global: !restricted && km.is_global_scope(),
             include_unknown: false,
@@ -89,7 +94,9 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
                 let page = db.history_page(sid, message_limit, None)?;
                 let mut msgs = Vec::new();
                 for m in page.messages.into_iter().filter(|m| m.role.as_deref() != Some("toolResult")) {
-                    if let Ok(v) = serde_json::from_str::<Value>(&m.json) {
+                    // Envelopes stripped as sessions_history strips them (the gateway reads both
+                    // through chat.history).
+                    if let Some(v) = super::history::shown(&m) {
                         msgs.push(v);
                     }
                 }

@@ -33,7 +33,11 @@ pub fn resolve_reference(
             Ok(k) => k,
             Err(e) => return Err(Refusal::Payload(refusal("error", e.message()))),
         };
-        return Ok(Resolved { display: km.display(&key, &requester.agent), key, via_session_id: false });
+        // Shown as given (a bare key stays bare, as the gateway echoes it), the caller's own main
+        // session as `main` (DECISIONS.md).
+        let shown = km.display(&key, &requester.agent);
+        let display = if shown == keys::DEFAULT_MAIN_KEY { shown } else { crate::js::js_trim(input).to_owned() };
+        return Ok(Resolved { display, key, via_session_id: false });
     }
     // First as a key …
     if let Ok(candidates) = km.store_keys(input) {

@@ -443,7 +443,8 @@ impl Runs {
         let ended = entry::now_ms();
         let (status, error) = match outcome {
             Outcome::Ok => (RunStatus::Ok, None),
-            Outcome::Error(e) => (RunStatus::Error, Some(e)),
+            // A run that failed without a message keeps no error text (`agent error`, §5.2).
+            Outcome::Error(e) => (RunStatus::Error, Some(e).filter(|e| !e.trim().is_empty())),
             Outcome::Timeout(e) => (RunStatus::Timeout, Some(e)),
             Outcome::Dropped => return,
         };
@@ -459,9 +460,11 @@ impl Runs {
             RunStatus::Timeout => "run.timeout",
             _ => "run.error",
         };
-        let details = match &error {
-            Some(e) => json!({"error": e}),
-            None => json!({}),
+        let details = match (&error, status) {
+            (Some(e), _) => json!({"error": e}),
+            // the event always says why a run failed, even when the run keeps no error text
+            (None, RunStatus::Error) => json!({"error": crate::host::failure_text(String::new(), "runAgent")}),
+            (None, _) => json!({}),
         };
         host.emit(event(kind, run_id, session_key, details));
         if let Some(tx) = lock(&self.live).remove(run_id) {

@@ -1,0 +1,140 @@
+//! Our own settings, the ones the gateway's config has no place for (its schema refuses a file
+//! that carries them): `history.maxChars`, `outbox.maxAttempts`, `outbox.backoffMs` and
+//! `agentToAgent.maxChainTurns`. They come from `SessionTools.open({ …, settings })` and
+//! `setConfig(config, settings)`; the gateway config stays exactly what the gateway accepts.
+//!
+//! For one release the old places in the gateway config (`session.history`, `session.outbox`,
+//! `session.agentToAgent.maxChainTurns`) are still read, a setting given here winning, and each
+//! one found is listed so that the orchestrator can emit `config.deprecated`. This module reads
+//! and checks; it never emits, and never touches the gateway keys it does not own.
+
+use serde_json::{Map, Value};
+
+use crate::config::{floor_u32, floor_u64, number_at, Config};
+use crate::error::{Error, Result};
+
+/// The settings as given (`None`: not given).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    /// `history.maxChars`: the default `maxChars` of `sessions_history`
+    pub history_max_chars: Option<u64>,
+    /// `outbox.maxAttempts` (min 1)
+    pub outbox_max_attempts: Option<u32>,
+    /// `outbox.backoffMs`
+    pub outbox_backoff_ms: Option<u64>,
+    /// `agentToAgent.maxChainTurns`
+    pub max_chain_turns: Option<u32>,
+}
+
+/// A key of the gateway config that moved to the settings: where it was, where it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deprecated {
+    pub key: &'static str,
+    pub moved_to: &'static str,
+}
+
+const MOVED: [Deprecated; 3] = [
+    Deprecated { key: "session.history", moved_to: "settings.history" },
+    Deprecated { key: "session.outbox", moved_to: "settings.outbox" },
+    Deprecated { key: "session.agentToAgent.maxChainTurns", moved_to: "settings.agentToAgent.maxChainTurns" },
+];
+
+fn refused(path: &str, what: &str) -> Error {
+    Error::invalid_config(format!("invalid settings: {path} {what}"))
+}
+
+/// An object of the settings (`None` when absent or null), every key of it one of `known`.
+fn object<'a>(v: Option<&'a Value>, path: &str, known: &[&str]) -> Result<Option<&'a Map<String, Value>>> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => {
+            if let Some(k) = m.keys().find(|k| !known.contains(&k.as_str())) {
+                let what = format!("is not a setting (known here: {})", known.join(", "));
+                return Err(refused(&format!("{path}.{k}"), &what));
+            }
+            Ok(Some(m))
+        }
+        Some(_) => Err(refused(path, "must be an object")),
+    }
+}
+
+fn number(m: Option<&Map<String, Value>>, path: &str, key: &str) -> Result<Option<f64>> {
+    let v = m.and_then(|m| m.get(key)).filter(|v| !v.is_null());
+    number_at(v, &format!("{path}.{key}"))
+        .map_err(|_| refused(&format!("{path}.{key}"), "must be a non-negative number"))
+}
+
+impl Settings {
+    /// Reads `settings` (`null`/absent: none given). A key that is not a setting, a section
+    /// that is not an object, or a value that is not a finite non-negative number is
+    /// `INVALID_CONFIG` naming the key, e.g. `invalid settings: settings.outbox.backoffMs must be
+    /// a non-negative number`.
+    pub fn from_json(v: &Value) -> Result<Settings> {
+        let root = object(Some(v), "settings", &["history", "outbox", "agentToAgent"])?;
+        let section =
+            |key: &str, known: &[&str]| object(root.and_then(|r| r.get(key)), &format!("settings.{key}"), known);
+        let history = section("history", &["maxChars"])?;
+        let outbox = section("outbox", &["maxAttempts", "backoffMs"])?;
+        let a2a = section("agentToAgent", &["maxChainTurns"])?;
+        Ok(Settings {
+            history_max_chars: number(history, "settings.history", "maxChars")?.map(floor_u64),
+            outbox_max_attempts: number(outbox, "settings.outbox", "maxAttempts")?.map(|n| floor_u32(n).max(1)),
+            outbox_backoff_ms: number(outbox, "settings.outbox", "backoffMs")?.map(floor_u64),
+            max_chain_turns: number(a2a, "settings.agentToAgent", "maxChainTurns")?.map(floor_u32),
+        })
+    }
+}
+
+/// The keys of the gateway config `config` that moved to the settings and are still there.
+pub fn deprecated_in(config: &Value) -> Vec<Deprecated> {
+    MOVED
+        .iter()
+        .filter(|d| {
+            let mut at = Some(config);
+            for part in d.key.split('.') {
+                at = at.and_then(|v| v.get(part));
+            }
+            at.is_some_and(|v| !v.is_null())
+        })
+        .copied()
+        .collect()
+}
+
+/// The config the engine runs with: the gateway config `config` and our `settings`, a setting
+/// winning over its deprecated place in the gateway config; the settings and the deprecated
+/// keys found are kept on it (`Config::settings`, `Config::deprecated`).
+pub fn effective_config(config: &Value, settings: &Value) -> Result<Config> {
+    with_settings(config, Settings::from_json(settings)?)
+}
+
+/// `setConfig(config, settings?)`: the settings given, or without them the ones in force.
+pub fn next_config(current: &Config, config: &Value, settings: Option<&Value>) -> Result<Config> {
+    let s = match settings {
+        Some(v) => Settings::from_json(v)?,
+        None => current.settings.clone(),
+    };
+    with_settings(config, s)
+}
+
+fn with_settings(config: &Value, s: Settings) -> Result<Config> {
+    let mut c = Config::from_json(config)?;
+    if let Some(v) = s.history_max_chars {
+        c.history_max_chars = Some(v);
+    }
+    if let Some(v) = s.outbox_max_attempts {
+        c.outbox_max_attempts = v;
+    }
+    if let Some(v) = s.outbox_backoff_ms {
+        c.outbox_backoff_ms = v;
+    }
+    if let Some(v) = s.max_chain_turns {
+        c.max_chain_turns = v;
+    }
+    c.deprecated = deprecated_in(config);
+    c.settings = s;
+    Ok(c)
+}
+
+#[cfg(test)]
+#[path = "settings_tests.rs"]
+mod tests;

@@ -1,0 +1,145 @@
+use super::*;
+use crate::store::Store;
+
+fn msg(i: usize) -> NewEntry {
+    NewEntry::message(Some("user".into()), format!(r#"{{"role":"user","content":"m{i}"}}"#))
+}
+
+fn other(id: &str, parent: Option<&str>, kind: &str) -> NewEntry {
+    let entry = serde_json::json!({"type": kind, "id": id, "parentId": parent, "summary": "s"}).to_string();
+    NewEntry {
+        id: Some(id.into()),
+        parent_id: parent.map(str::to_owned),
+        body: EntryBody::Other { kind: Some(kind.into()), entry },
+    }
+}
+
+fn all(s: &Store, sid: &str) -> Vec<StoredEntry> {
+    s.read(|db| {
+        let mut out = Vec::new();
+        db.each_entry(sid, |e| {
+            out.push(e);
+            Ok(())
+        })?;
+        Ok(out)
+    })
+    .unwrap()
+}
+
+#[test]
+fn entries_that_are_not_messages_are_kept_in_order_but_never_read_as_messages() {
+    let s = Store::open(":memory:").unwrap();
+    let mut entries: Vec<NewEntry> = (1..=3).map(msg).collect();
+    entries.push(other("c1", Some("00000003"), "compaction"));
+    entries.extend((4..=5).map(msg));
+    s.write(|db| db.append_entries("sid", &entries)).unwrap();
+
+    let page = s.read(|db| db.history_page("sid", 10, None)).unwrap();
+    assert_eq!(page.messages.len(), 5);
+    assert!(page.messages.iter().all(|m| m.json.contains("\"m")));
+    // A page of 2 before the last message skips the compaction entry without counting it.
+    let page = s.read(|db| db.history_page("sid", 2, Some(5))).unwrap();
+    assert_eq!(page.messages.iter().map(|m| m.seq).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(s.read(|db| db.message_count("sid")).unwrap(), 5);
+    assert_eq!(s.read(|db| db.entry_count("sid")).unwrap(), 6);
+
+    let got = all(&s, "sid");
+    assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+    assert_eq!(got[3].id, "c1");
+    assert!(!got[3].body.is_message());
+    // Entries appended without ids chain to the one before, whatever it is.
+    assert_eq!(got[0].parent_id, None);
+    assert_eq!(got[1].parent_id.as_deref(), Some("00000001"));
+    assert_eq!(got[4].id, "00000005");
+    assert_eq!(got[4].parent_id.as_deref(), Some("c1"));
+}
+
+#[test]
+fn appends_after_an_entry_with_an_id_chain_to_it_and_report_where_they_went() {
+    let s = Store::open(":memory:").unwrap();
+    let first = s.write(|db| db.append_entries("sid", &[other("root", None, "model_change")])).unwrap();
+    assert_eq!(first, Appended { first_seq: 1, first_parent: None, ids: vec!["root".into()] });
+    let at = s
+        .write(|db| db.append_messages("sid", &[(Some("user".into()), r#"{"role":"user","content":"x"}"#.into())]))
+        .unwrap();
+    assert_eq!(at, Appended { first_seq: 2, first_parent: Some("root".into()), ids: vec!["00000002".into()] });
+}
+
+#[test]
+fn replacing_a_transcript_leaves_only_the_new_entries() {
+    let s = Store::open(":memory:").unwrap();
+    s.write(|db| db.append_entries("sid", &[msg(1), other("c", None, "compaction"), msg(2)])).unwrap();
+    s.write(|db| db.replace_transcript("sid", &[msg(9)])).unwrap();
+    let got = all(&s, "sid");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].seq, 1);
+    assert!(matches!(&got[0].body, EntryBody::Message { message, .. } if message.contains("m9")));
+    assert_eq!(s.write(|db| db.delete_transcript("sid")).unwrap(), 1);
+    assert_eq!(s.read(|db| db.entry_count("sid")).unwrap(), 0);
+}
+
+#[test]
+fn rows_stored_before_ids_were_kept_read_with_the_ids_the_mirror_gave_them() {
+    let s = Store::open(":memory:").unwrap();
+    s.write(|db| {
+        let mut st = db
+            .conn
+            .prepare("INSERT INTO messages (session_id, seq, role, message) VALUES ('old', ?1, 'user', '{}')")
+            .map_err(crate::store::sql)?;
+        for seq in 1..=2 {
+            st.execute([seq]).map_err(crate::store::sql)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let got = all(&s, "old");
+    assert_eq!((got[1].id.as_str(), got[1].parent_id.as_deref()), ("00000002", Some("00000001")));
+    let at = s.write(|db| db.append_messages("old", &[(None, "{}".into())])).unwrap();
+    assert_eq!(at, Appended { first_seq: 3, first_parent: Some("00000002".into()), ids: vec!["00000003".into()] });
+}
+
+#[test]
+fn a_generated_id_never_repeats_an_id_read_from_a_file() {
+    // A file (our own export of another store, compacted by the gateway) already holds ids of
+    // the form the numbering gives; after it replaces the transcript, appends avoid them.
+    let s = Store::open(":memory:").unwrap();
+    let read = |id: &str, parent: Option<&str>| NewEntry {
+        id: Some(id.into()),
+        parent_id: parent.map(str::to_owned),
+        body: EntryBody::Message { role: Some("user".into()), message: "{}".into(), envelope: Some("{}".into()) },
+    };
+    s.write(|db| db.replace_transcript("sid", &[read("00000003", None), read("00000004", Some("00000003"))])).unwrap();
+    let at = s.write(|db| db.append_messages("sid", &[(None, "{}".into()), (None, "{}".into())])).unwrap();
+    assert_eq!(at.ids, ["00000003-1", "00000004-1"]);
+    assert_eq!(at.first_parent.as_deref(), Some("00000004"));
+    let ids: Vec<String> = all(&s, "sid").into_iter().map(|e| e.id).collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    // a transcript with nothing read from a file never looks ids up
+    let plain = s.write(|db| db.append_messages("other", &[(None, "{}".into())])).unwrap();
+    assert_eq!(plain.ids, ["00000001"]);
+}
+
+#[test]
+fn the_lookups_of_read_ids_search_an_index_not_the_transcript() {
+    let s = Store::open(":memory:").unwrap();
+    let p = s
+        .read(|db| {
+            let mut st = db
+                .conn
+                .prepare(
+                    "EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
+                     WHERE session_id = 'a' AND entry_id = 'b' AND envelope IS NOT NULL) \
+                     OR EXISTS (SELECT 1 FROM transcript_entries INDEXED BY transcript_entries_by_id \
+                     WHERE session_id = 'a' AND entry_id = 'b')",
+                )
+                .map_err(crate::store::sql)?;
+            let rows = st.query_map([], |r| r.get::<_, String>(3)).map_err(crate::store::sql)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(crate::store::sql)?.join("; "))
+        })
+        .unwrap();
+    assert!(p.contains("USING INDEX messages_by_read_id (session_id=? AND entry_id=?)"), "{p}");
+    assert!(p.contains("INDEX transcript_entries_by_id (session_id=? AND entry_id=?)"), "{p}");
+}
