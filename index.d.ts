@@ -204,6 +204,9 @@ export interface SessionToolsEventBase {
   [key: string]: unknown
 }
 
+/** The gateway the engine answers as: OpenClaw of 2026-01-29 (default) or OpenClaw 2026.9.6. */
+export type Contract = '2026.1' | '2026.9'
+
 /** A run is about to call `runAgent`. */
 export interface RunStartEvent extends SessionToolsEventBase {
   type: 'run.start'
@@ -294,6 +297,8 @@ export interface OpenOptions {
   path: string
   /** The gateway's config; validated (`INVALID_CONFIG`). */
   config?: GatewayConfig | null
+  /** Default '2026.1'. Decides config defaults, visibility, and the tools' parameters and results. */
+  contract?: Contract
   /** Runs one model turn (API.md §2.1); without it, runs end with `error`. */
   runAgent?: (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult
   /** Posts an agent-to-agent announce (API.md §2.2); resolving counts as delivered. */
@@ -313,6 +318,8 @@ export interface OpenOptions {
  * finite non-negative number, is `INVALID_CONFIG` naming the key.
  */
 export interface Settings {
+  /** the gateway the engine answers as (default '2026.1'); settings without it keep the one in force */
+  contract?: Contract
   /** `sessions_history`'s default `maxChars` (none: no character budget) */
   history?: { maxChars?: number }
   /** announce delivery retries: attempts (default 5, min 1) and the first backoff (default 1000 ms, doubling, max 60 000) */
@@ -598,6 +605,23 @@ export interface SessionsListToolParams {
   limit?: number
   activeMinutes?: number
   messageLimit?: number
+  /** The rest are read under `contract: '2026.9'` only (docs/API.md §10.4). */
+  offset?: number
+  label?: string
+  agentId?: string
+  search?: string
+  archived?: boolean | 'all'
+  pinned?: boolean
+  ownerId?: string
+  creatorId?: string
+  projectId?: string
+  workspaceDir?: string
+  group?: string
+  excludeSubagents?: boolean
+  includeDerivedTitles?: boolean
+  includeLastMessage?: boolean
+  relationship?: 'owned' | 'created' | 'involving'
+  activeOnly?: boolean
 }
 
 export interface SessionsListToolRow {
@@ -631,21 +655,97 @@ export interface ToolRefusal {
   tool?: string
 }
 
-export type SessionsListToolResult = { count: number; sessions: SessionsListToolRow[] } | ToolRefusal
+/** A `sessions_list` row under `contract: '2026.9'` (closed: exactly these fields). */
+export interface SessionsListToolRow9 {
+  key: string
+  sessionId?: string
+  agentId: string
+  kind: SessionKind
+  channel: string
+  archived: boolean
+  pinned: boolean
+  label?: string
+  createdActor?: { type?: string; id?: string; label?: string; identity?: unknown }
+  owner?: { actor: { type?: string; id?: string; label?: string; identity?: unknown } }
+  worktree?: { id?: string; branch?: string; repoRoot?: string }
+  repositoryWorkspaceId?: string
+  repository?: { url?: string; ref?: string; branch?: string }
+  execCwd?: string
+  spawnedCwd?: string
+  spawnedWorkspaceDir?: string
+  projectId?: string
+  workspaceDir?: string
+  group?: string
+  displayName?: string
+  derivedTitle?: string
+  lastMessagePreview?: string
+  parentSessionKey?: string
+  updatedAt?: number
+  model?: string
+  contextTokens?: number
+  totalTokens?: number
+  status?: 'queued' | 'running' | 'done' | 'failed' | 'killed' | 'timeout'
+  abortedLastRun?: boolean
+  childSessions?: string[]
+  messages?: TranscriptMessage[]
+}
+
+/** `sessions_list` under `contract: '2026.9'`. */
+export interface SessionsListToolResult9 {
+  count: number
+  sessions: SessionsListToolRow9[]
+  hasMore: boolean
+  nextOffset?: number
+  limitApplied: number
+  truncationReason?: 'scan-limit' | 'byte-limit'
+  enrichmentOmitted?: true
+  visibility?: { mode: 'self' | 'tree' | 'agent'; restricted: true; warning: string }
+}
+
+export type SessionsListToolResult =
+  | { count: number; sessions: SessionsListToolRow[] }
+  | SessionsListToolResult9
+  | ToolRefusal
 
 export interface SessionsHistoryToolParams {
   sessionKey: string
   limit?: number
   includeTools?: boolean
   maxChars?: number
+  /** The rest are read under `contract: '2026.9'` only (docs/API.md §10.5). */
+  offset?: number
+  messageId?: string
+  sessionId?: string
+  pendingBefore?: number
+}
+
+/** `sessions_history` under `contract: '2026.9'`. */
+export interface SessionsHistoryToolResult9 {
+  sessionKey: string
+  messages: Array<TranscriptMessage & { __openclaw: { seq: number; id: string } }>
+  truncated: boolean
+  droppedMessages: boolean
+  contentTruncated: boolean
+  contentRedacted: boolean
+  bytes: number
+  offset?: number
+  nextOffset?: number
+  hasMore?: boolean
+  totalMessages?: number
 }
 
 export type SessionsHistoryToolResult =
   | { sessionKey: string; messages: TranscriptMessage[]; truncated?: true }
+  | SessionsHistoryToolResult9
   | ToolRefusal
 
 export type AgentsListResult =
-  | { requester: string; allowAny: boolean; agents: Array<{ id: string; name?: string; configured: boolean }> }
+  | {
+      requester: string
+      allowAny: boolean
+      /** `model` and `agentRuntime` under `contract: '2026.9'` only */
+      agents: Array<{ id: string; name?: string; configured: boolean; model?: string; agentRuntime?: { id: string; source: string } }>
+    }
   | ToolRefusal
 
 export interface SessionsSendParams {

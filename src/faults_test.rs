@@ -103,6 +103,10 @@ fn sql_in_the_store_is_never_built_from_strings() {
     for c in ["LIST_BY_SPAWNED_BY", "LIST_BY_LABEL", "LIST_BY_AGENT", "LIST_BY_UPDATED"] {
         assert!(sessions.contains(&format!("const {c}: &str = list_sql!(\"")), "{c} must be a constant");
     }
+    let inventory = &files.iter().find(|(n, _)| n == "inventory.rs").unwrap().1;
+    for line in inventory.lines().filter(|l| l.starts_with("const BY_")) {
+        assert!(line.contains(": &str = inventory_sql!(\""), "{line} must be a constant");
+    }
     for (name, text) in &files {
         let name = name.as_str();
         let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
@@ -123,6 +127,7 @@ fn sql_in_the_store_is_never_built_from_strings() {
                 // in sessions.rs picks one of the constant LIST_BY_* statements
                 let constant = (name == "schema.rs" && arg.starts_with("sql)"))
                     || (name == "sessions.rs" && arg.starts_with("template)"))
+                    || (name == "inventory.rs" && arg.starts_with("template)"))
                     || (matches!(name, "bulk.rs" | "oc9_read.rs" | "oc9_write.rs")
                         && arg.starts_with("query)")
                         && code.contains("query: &'static str"));

@@ -11,7 +11,10 @@
 #[macro_use]
 extern crate napi_derive;
 
+#[cfg(test)]
+mod agreement_test;
 pub mod config;
+pub mod contract;
 pub mod engine;
 pub mod entry;
 pub mod error;
@@ -22,6 +25,7 @@ mod fuzz_test;
 pub mod host;
 pub mod js;
 pub mod keys;
+pub mod keys9;
 pub mod migrate;
 pub mod mirror;
 pub mod orchestrate;

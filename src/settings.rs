@@ -1,6 +1,6 @@
 //! Our own settings, the ones the gateway's config has no place for (its schema refuses a file
-//! that carries them): `history.maxChars`, `outbox.maxAttempts`, `outbox.backoffMs` and
-//! `agentToAgent.maxChainTurns`. They come from `SessionTools.open({ …, settings })` and
+//! that carries them): `contract` (the gateway we answer as), `history.maxChars`,
+//! `outbox.maxAttempts`, `outbox.backoffMs` and `agentToAgent.maxChainTurns`. They come from `SessionTools.open({ …, settings })` and
 //! `setConfig(config, settings)`; the gateway config stays exactly what the gateway accepts.
 //!
 //! For one release the old places in the gateway config (`session.history`, `session.outbox`,
@@ -11,11 +11,14 @@
 use serde_json::{Map, Value};
 
 use crate::config::{floor_u32, floor_u64, number_at, Config};
+use crate::contract::Contract;
 use crate::error::{Error, Result};
 
 /// The settings as given (`None`: not given).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
+    /// `contract`: `'2026.1'` or `'2026.9'` (None: the one in force, else 2026.1)
+    pub contract: Option<Contract>,
     /// `history.maxChars`: the default `maxChars` of `sessions_history`
     pub history_max_chars: Option<u64>,
     /// `outbox.maxAttempts` (min 1)
@@ -70,13 +73,18 @@ impl Settings {
     /// `INVALID_CONFIG` naming the key, e.g. `invalid settings: settings.outbox.backoffMs must be
     /// a non-negative number`.
     pub fn from_json(v: &Value) -> Result<Settings> {
-        let root = object(Some(v), "settings", &["history", "outbox", "agentToAgent"])?;
+        let root = object(Some(v), "settings", &["contract", "history", "outbox", "agentToAgent"])?;
+        let contract = match root.and_then(|r| r.get("contract")) {
+            Some(c) => Contract::from_option(c, "settings.contract")?,
+            None => None,
+        };
         let section =
             |key: &str, known: &[&str]| object(root.and_then(|r| r.get(key)), &format!("settings.{key}"), known);
         let history = section("history", &["maxChars"])?;
         let outbox = section("outbox", &["maxAttempts", "backoffMs"])?;
         let a2a = section("agentToAgent", &["maxChainTurns"])?;
         Ok(Settings {
+            contract,
             history_max_chars: number(history, "settings.history", "maxChars")?.map(floor_u64),
             outbox_max_attempts: number(outbox, "settings.outbox", "maxAttempts")?.map(|n| floor_u32(n).max(1)),
             outbox_backoff_ms: number(outbox, "settings.outbox", "backoffMs")?.map(floor_u64),
@@ -102,22 +110,34 @@ pub fn deprecated_in(config: &Value) -> Vec<Deprecated> {
 
 /// The config the engine runs with: the gateway config `config` and our `settings`, a setting
 /// winning over its deprecated place in the gateway config; the settings and the deprecated
-/// keys found are kept on it (`Config::settings`, `Config::deprecated`).
-pub fn effective_config(config: &Value, settings: &Value) -> Result<Config> {
-    with_settings(config, Settings::from_json(settings)?)
+/// keys found are kept on it (`Config::settings`, `Config::deprecated`). `contract` is
+/// `open`'s own `contract` option; given with a different `settings.contract` it is refused.
+pub fn effective_config(config: &Value, settings: &Value, contract: Option<Contract>) -> Result<Config> {
+    let mut s = Settings::from_json(settings)?;
+    match (contract, s.contract) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(Error::invalid_config("invalid settings: options.contract and settings.contract differ"))
+        }
+        (Some(a), _) => s.contract = Some(a),
+        _ => {}
+    }
+    let contract = s.contract.unwrap_or_default();
+    with_settings(config, s, contract)
 }
 
-/// `setConfig(config, settings?)`: the settings given, or without them the ones in force.
+/// `setConfig(config, settings?)`: the settings given, or without them the ones in force; the
+/// contract in force stays unless the settings name one.
 pub fn next_config(current: &Config, config: &Value, settings: Option<&Value>) -> Result<Config> {
     let s = match settings {
         Some(v) => Settings::from_json(v)?,
         None => current.settings.clone(),
     };
-    with_settings(config, s)
+    let contract = s.contract.unwrap_or(current.contract);
+    with_settings(config, s, contract)
 }
 
-fn with_settings(config: &Value, s: Settings) -> Result<Config> {
-    let mut c = Config::from_json(config)?;
+fn with_settings(config: &Value, s: Settings, contract: Contract) -> Result<Config> {
+    let mut c = Config::from_json_for(config, contract)?;
     if let Some(v) = s.history_max_chars {
         c.history_max_chars = Some(v);
     }

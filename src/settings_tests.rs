@@ -6,7 +6,7 @@ use super::*;
 fn settings_are_read_and_win_over_their_deprecated_places() {
     let config = json!({"session": {"history": {"maxChars": 10}, "outbox": {"maxAttempts": 2}, "agentToAgent": {"maxChainTurns": 3}}});
     let settings = json!({"history": {"maxChars": 99}, "agentToAgent": {"maxChainTurns": 7.9}});
-    let c = effective_config(&config, &settings).unwrap();
+    let c = effective_config(&config, &settings, None).unwrap();
     assert_eq!(
         (c.history_max_chars, c.max_chain_turns, c.outbox_max_attempts, c.outbox_backoff_ms),
         (Some(99), 7, 2, 1000)
@@ -14,10 +14,10 @@ fn settings_are_read_and_win_over_their_deprecated_places() {
     let keys: Vec<&str> = c.deprecated.iter().map(|d| d.key).collect();
     assert_eq!(keys, ["session.history", "session.outbox", "session.agentToAgent.maxChainTurns"]);
     // without settings the old places still work, for one release
-    let old = effective_config(&config, &Value::Null).unwrap();
+    let old = effective_config(&config, &Value::Null, None).unwrap();
     assert_eq!((old.history_max_chars, old.max_chain_turns), (Some(10), 3));
     // a gateway config without them is not deprecated in anything
-    assert!(effective_config(&json!({"session": {"agentToAgent": {"maxPingPongTurns": 2}}}), &settings)
+    assert!(effective_config(&json!({"session": {"agentToAgent": {"maxPingPongTurns": 2}}}), &settings, None)
         .unwrap()
         .deprecated
         .is_empty());
@@ -38,7 +38,7 @@ fn a_bad_setting_is_invalid_config_naming_the_key() {
 
 #[test]
 fn set_config_without_settings_keeps_the_ones_in_force() {
-    let first = effective_config(&Value::Null, &json!({"agentToAgent": {"maxChainTurns": 4}})).unwrap();
+    let first = effective_config(&Value::Null, &json!({"agentToAgent": {"maxChainTurns": 4}}), None).unwrap();
     let next = next_config(&first, &json!({"session": {"mainKey": "work"}}), None).unwrap();
     assert_eq!((next.max_chain_turns, next.main_key.as_str()), (4, "work"));
     let reset = next_config(&first, &Value::Null, Some(&Value::Null)).unwrap();

@@ -29,6 +29,18 @@ if (!conn.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND n
   emptyStore(integrity)
 }
 const out = { integrity: conn.pragma('integrity_check', { simple: true }), messages: {}, entries: {}, scalars: {} }
+if (conn.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").pluck().get() === 0) {
+  // A worker killed while its first open was still migrating: the migration rolled back, the
+  // file holds no schema yet, which is the empty store again (an acknowledged write implies a
+  // committed schema, so this hides nothing).
+  out.missing = true
+  for (const key of q.messages ?? []) out.messages[key] = []
+  for (const key of q.entries ?? []) out.entries[key] = null
+  for (const name of Object.keys(q.scalars ?? {})) out.scalars[name] = 0
+  conn.close()
+  process.stdout.write(JSON.stringify(out))
+  process.exit(0)
+}
 const sid = conn.prepare('SELECT session_id FROM sessions WHERE key = ?').pluck()
 const msgs = conn.prepare('SELECT seq, message FROM messages WHERE session_id = ? ORDER BY seq')
 const entry = conn.prepare('SELECT entry FROM sessions WHERE key = ?').pluck()

@@ -71,7 +71,8 @@ impl Engine {
         Ok(json!({"ts": now, "path": super::rows::gateway_store_path(&cfg), "count": rows.len(), "sessions": rows}))
     }
 
-    fn title_and_preview(
+    /// `derivedTitle` and `lastMessagePreview` of a row (§2.7), reading at most 10 + 20 messages.
+    pub fn title_and_preview(
         &self,
         db: &crate::store::Db<'_>,
         r: &ListedRow,

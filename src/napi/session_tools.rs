@@ -15,6 +15,7 @@ use super::jobs::{call_tool, rejected, spawn_async, spawn_fast, spawn_job, tool_
 use super::js::{clear_pending, from_json_text, to_json, to_json_exact};
 use super::lanes::{Lane, Lanes};
 use crate::config::Config;
+use crate::contract::Contract;
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, Result as CoreResult};
 use crate::mirror::MirrorDir;
@@ -67,9 +68,12 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
         Value::Null => return Err(bad("options.path required".into())),
         _ => return Err(bad("invalid options.path: must be a non-empty string".into())),
     };
+    let contract =
+        Contract::from_option(&to_json_exact(env, get("contract")?, "options.contract")?, "options.contract")?;
     let config = crate::settings::effective_config(
         &to_json(env, get("config")?, "config")?,
         &to_json(env, get("settings")?, "settings")?,
+        contract,
     )?;
     let mut functions = Vec::new();
     for name in ["runAgent", "deliver", "onEvent", "steer"] {
@@ -492,7 +496,7 @@ impl SessionTools {
     #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "ToolDefinition[]")]
     pub fn tool_definitions<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx = to_json(env, ctx, "ctx").and_then(|c| ToolContext::from_json(&c)).map_err(|e| js_error(env, &e))?;
-        let defs = Value::Array(tools::definitions(&ctx));
+        let defs = Value::Array(tools::definitions_for(self.engine.config().rules(), &ctx));
         from_json_text(env, &defs.to_string())
     }
 
@@ -517,10 +521,12 @@ impl SessionTools {
     pub fn create_tools<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx_json = to_json(env, ctx, "ctx").map_err(|e| js_error(env, &e))?;
         let parsed = ToolContext::from_json(&ctx_json).map_err(|e| js_error(env, &e))?;
+        let config = self.engine.config();
+        let rules = config.rules();
         let offered = tools::available(&parsed);
         let mut arr = env.create_array(offered.len() as u32)?;
         for (i, tool) in offered.into_iter().enumerate() {
-            let obj_val = from_json_text(env, &tool.definition().to_string())?;
+            let obj_val = from_json_text(env, &tools::definition_for(rules, tool).to_string())?;
             let mut obj: Object = unsafe { Object::from_napi_value(env.raw(), obj_val.raw()) }?;
             let orch = self.orch.clone();
             let lanes = self.lanes.clone();

@@ -130,6 +130,40 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS messages_by_read_id ON messages (session_id, entry_id) WHERE envelope IS NOT NULL;
     CREATE INDEX IF NOT EXISTS transcript_entries_by_id ON transcript_entries (session_id, entry_id);
     "#,
+    // 6 (contract9, issue 13): the 2026.9 inventory facts of a session, projected from its entry so that the
+    // sessions_list filters of 2026.9 run on indexes (store/inventory.rs writes them).
+    r#"
+    ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0; -- entry.archivedAt is set
+    ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;   -- entry.pinnedAt is set
+    ALTER TABLE sessions ADD COLUMN owner_id TEXT;      -- entry.owner.actor.id
+    ALTER TABLE sessions ADD COLUMN creator_id TEXT;    -- entry.createdActor.id
+    ALTER TABLE sessions ADD COLUMN project_id TEXT;    -- entry.projectId
+    ALTER TABLE sessions ADD COLUMN workspace_dir TEXT; -- entry.spawnedCwd, else entry.spawnedWorkspaceDir
+    ALTER TABLE sessions ADD COLUMN grp TEXT;           -- entry.category (the sidebar group)
+    ALTER TABLE sessions ADD COLUMN parent_key TEXT;    -- entry.parentSessionKey
+    ALTER TABLE sessions ADD COLUMN owner_key TEXT;     -- entry.ownerSessionKey
+    UPDATE sessions SET
+        archived = json_type(entry, '$.archivedAt') IS NOT NULL AND json_type(entry, '$.archivedAt') <> 'null',
+        pinned = json_type(entry, '$.pinnedAt') IS NOT NULL AND json_type(entry, '$.pinnedAt') <> 'null',
+        owner_id = CASE json_type(entry, '$.owner.actor.id') WHEN 'text' THEN json_extract(entry, '$.owner.actor.id') END,
+        creator_id = CASE json_type(entry, '$.createdActor.id') WHEN 'text' THEN json_extract(entry, '$.createdActor.id') END,
+        project_id = CASE json_type(entry, '$.projectId') WHEN 'text' THEN json_extract(entry, '$.projectId') END,
+        workspace_dir = CASE WHEN json_type(entry, '$.spawnedCwd') = 'text' THEN json_extract(entry, '$.spawnedCwd')
+                             WHEN json_type(entry, '$.spawnedWorkspaceDir') = 'text' THEN json_extract(entry, '$.spawnedWorkspaceDir') END,
+        grp = CASE json_type(entry, '$.category') WHEN 'text' THEN json_extract(entry, '$.category') END,
+        parent_key = CASE json_type(entry, '$.parentSessionKey') WHEN 'text' THEN json_extract(entry, '$.parentSessionKey') END,
+        owner_key = CASE json_type(entry, '$.ownerSessionKey') WHEN 'text' THEN json_extract(entry, '$.ownerSessionKey') END;
+    CREATE INDEX sessions_by_archived ON sessions (archived, updated_at DESC, key); -- key: offsets skip in the index
+    CREATE INDEX sessions_by_pinned ON sessions (pinned, updated_at DESC) WHERE pinned = 1;
+    CREATE INDEX sessions_by_owner_id ON sessions (owner_id, updated_at DESC) WHERE owner_id IS NOT NULL;
+    CREATE INDEX sessions_by_creator_id ON sessions (creator_id, updated_at DESC) WHERE creator_id IS NOT NULL;
+    CREATE INDEX sessions_by_project_id ON sessions (project_id, updated_at DESC) WHERE project_id IS NOT NULL;
+    CREATE INDEX sessions_by_workspace_dir ON sessions (workspace_dir, updated_at DESC) WHERE workspace_dir IS NOT NULL;
+    CREATE INDEX sessions_by_grp ON sessions (grp, updated_at DESC) WHERE grp IS NOT NULL;
+    CREATE INDEX sessions_by_parent_key ON sessions (parent_key) WHERE parent_key IS NOT NULL;
+    CREATE INDEX sessions_by_owner_key ON sessions (owner_key) WHERE owner_key IS NOT NULL;
+    CREATE INDEX messages_by_entry_id ON messages (session_id, entry_id) WHERE entry_id IS NOT NULL; -- the messageId anchor
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -9,6 +9,21 @@ use crate::entry::{self, Entry};
 use crate::error::{Error, Result};
 use crate::keys::{self, SessionKind};
 
+/// The entry fields the inventory columns are projected from (`inventory.rs`): a write that
+/// changes one of them takes the full [`Db::put_session`].
+const INVENTORY_SOURCES: [&str; 10] = [
+    "archivedAt",
+    "pinnedAt",
+    "owner",
+    "createdActor",
+    "projectId",
+    "spawnedCwd",
+    "spawnedWorkspaceDir",
+    "category",
+    "parentSessionKey",
+    "ownerSessionKey",
+];
+
 /// A stored session: its canonical key and its entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListedRow {
@@ -168,7 +183,7 @@ impl Db<'_> {
             json,
         ])
         .map_err(sql)?;
-        Ok(())
+        self.put_inventory_facts(key, entry)
     }
 
     /// As [`put_session`](Self::put_session), given the entry the row holds now (`old`, read in
@@ -178,8 +193,11 @@ impl Db<'_> {
     /// upsert against better-sqlite3's 19 KB).
     pub fn put_session_over(&self, key: &str, old: Option<&Entry>, entry: &Entry) -> Result<()> {
         let same = |f: &str| old.map(|o| entry::str_field(o, f) == entry::str_field(entry, f)).unwrap_or(false);
+        // the fields the inventory columns are projected from (inventory.rs), compared whole
+        let same_value = |f: &str| old.map(|o| o.get(f) == entry.get(f)).unwrap_or(false);
         let unchanged = old.is_some_and(|o| base_kind(key, o) == base_kind(key, entry))
-            && ["sessionId", "spawnedBy", "label"].iter().all(|f| same(f));
+            && ["sessionId", "spawnedBy", "label"].iter().all(|f| same(f))
+            && INVENTORY_SOURCES.iter().all(|f| same_value(f));
         if !unchanged {
             return self.put_session(key, entry);
         }

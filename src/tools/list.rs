@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{read_number, read_string_list, Requester, ToolContext};
+use super::{read_number, read_string, read_string_list, Requester, ToolContext};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::entry;
@@ -81,10 +81,13 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
             limit: Some(limit),
             kinds: kinds.clone(),
             agents: allowed,
+            // added by 2026.9, offered under both contracts (API.md §10.4)
+            label: read_string(args, "label"),
+            agent_id: read_string(args, "agentId").map(|a| crate::keys::normalize_agent_id(&a)),
+            search: read_string(args, "search").map(|s| s.to_lowercase()),
             main_key: km.main_key().to_owned(),
             global_scope: km.is_global_scope(),
             default_agent: km.default_agent().to_owned(),
-            ..ListFilter::default()
         };
         let rows = db.list(&filter)?;
         let mut out = Vec::with_capacity(rows.len());

@@ -15,6 +15,7 @@ pub mod send;
 pub mod spawn;
 pub mod target;
 pub mod tool;
+pub mod v2026_9;
 
 pub use tool::Tool;
 
@@ -172,6 +173,25 @@ pub fn refusal(status: &str, error: impl std::fmt::Display) -> Value {
     json!({"status": status, "error": error.to_string()})
 }
 
+/// The tool definitions of a contract: 2026.1's, or (2026.9) the 2026.9 schemas of
+/// `sessions_list`, `sessions_history` and `agents_list` with the other tools' integers typed
+/// `integer`. A sub-agent caller gets none of the session tools.
+pub fn definitions_for(rules: &crate::contract::Rules, ctx: &ToolContext) -> Vec<Value> {
+    available(ctx).into_iter().map(|t| definition_for(rules, t)).collect()
+}
+
+/// One tool's definition under a contract.
+pub fn definition_for(rules: &crate::contract::Rules, tool: Tool) -> Value {
+    if rules.tool_shape == crate::contract::ToolShape::Reference2026_1 {
+        return tool.definition();
+    }
+    v2026_9::definition(tool, rules.integer_type).unwrap_or_else(|| {
+        let mut d = tool.definition();
+        v2026_9::retype_numbers(&mut d, rules.integer_type);
+        d
+    })
+}
+
 /// The tool definitions (API.md §3). A sub-agent caller gets none of the session tools
 /// (REFERENCE.md §6.9).
 pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
@@ -189,7 +209,8 @@ pub fn available(ctx: &ToolContext) -> Vec<Tool> {
 /// As [`run`] for a caller that wants the payload as JSON text (`wrap` false): `sessions_list`
 /// builds its rows straight into text; the other tools serialize their value.
 pub fn run_text(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx: &Value) -> Result<String> {
-    if tool == Tool::SessionsList {
+    let shape = engine.config().rules().tool_shape;
+    if tool == Tool::SessionsList && shape == crate::contract::ToolShape::Reference2026_1 {
         let c = ToolContext::from_json(ctx)?;
         return match list::run_text(engine, params, &c) {
             Ok(list::Listing(text)) => Ok(text),
@@ -206,6 +227,12 @@ pub fn run_text(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx:
 /// orchestrator ([`Tool::is_orchestrated`]); asked of this function, they are refused.
 pub fn run(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx: &Value, wrap: bool) -> Result<Value> {
     let ctx = ToolContext::from_json(ctx)?;
+    if engine.config().rules().tool_shape == crate::contract::ToolShape::Openclaw2026_9 {
+        if let Some(details) = v2026_9::run(engine, tool, params, &ctx) {
+            let details = payload_or_error(tool, details)?;
+            return Ok(if wrap { envelope(details) } else { details });
+        }
+    }
     let details = match tool {
         Tool::SessionsList => list::run(engine, params, &ctx),
         Tool::SessionsHistory => history::run(engine, params, &ctx),

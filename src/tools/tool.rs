@@ -60,11 +60,16 @@ impl Tool {
     /// no message previews. Orchestrated tools never are.
     pub fn is_bounded(self, params: &Value) -> bool {
         match self {
-            Tool::AgentsList | Tool::SessionsHistory => true,
+            Tool::AgentsList => true,
+            // a 2026.9 `messageId` that is not positional walks the transcript
+            Tool::SessionsHistory => params.get("messageId").is_none_or(Value::is_null),
             Tool::SessionsList => {
                 let small = params.get("limit").and_then(Value::as_f64).map(|l| l <= 100.0).unwrap_or(false);
+                // 2026.9: `offset` skips index entries, `search` and the titles read per row
                 let walks =
-                    ["kinds", "activeMinutes"].iter().any(|k| params.get(*k).map(|v| !v.is_null()).unwrap_or(false));
+                    ["kinds", "activeMinutes", "offset", "search", "includeDerivedTitles", "includeLastMessage"]
+                        .iter()
+                        .any(|k| params.get(*k).map(|v| !v.is_null()).unwrap_or(false));
                 let previews = params.get("messageLimit").and_then(Value::as_f64).map(|m| m > 0.0).unwrap_or(false);
                 small && !walks && !previews
             }

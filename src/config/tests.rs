@@ -399,8 +399,10 @@ fn agent_entries_are_read_and_normalized() {
             name: Some("Research Bot".into()),
             is_default: true,
             allow_agents: vec!["Coder".into(), "*".into()],
+            allow_agents_set: true,
             subagent_model: Some("opencode/claude".into()),
             sandbox_visibility: Some(Visibility::All),
+            ..AgentConfig::default()
         }]
     );
 }

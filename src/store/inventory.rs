@@ -1,0 +1,228 @@
+//! The session inventory of the 2026.9 `sessions_list`: the facts 2026.9 filters on (archived,
+//! pinned, owner, creator, project, workspace, group, parent and owner session), projected
+//! from the entry into indexed columns when a session is written, and one page of sessions
+//! (newest first, `LIMIT … OFFSET …`) with every filter applied in SQL.
+//!
+//! A page reads only the rows it returns, plus the index entries it skips for its offset (and,
+//! with filters beyond `archived`, the rows behind them): each
+//! query is driven by the index of its most selective filter (`INDEXED BY`), every filter that
+//! can have an index has one (migration 3 in `schema.rs`). `search` is a substring match over
+//! the `search` column (display name, label, subject, sessionId and key, lower-cased): it has no
+//! index and costs one look at each row the driving index walks past. Never decides who may see
+//! a row: the caller applies the visibility policy to what comes back.
+
+use rusqlite::{named_params, params};
+
+use super::sessions::ListedRow;
+use super::{sql, Db};
+use crate::entry::{self, Entry};
+use crate::error::{Error, Result};
+use crate::keys::SessionKind;
+
+/// The filters of one inventory page.
+#[derive(Debug, Clone, Default)]
+pub struct InventoryFilter {
+    /// keep `global` (never `unknown`)
+    pub include_global: bool,
+    /// only this key (visibility `self`)
+    pub only_key: Option<String>,
+    pub agent_id: Option<String>,
+    pub spawned_by: Option<String>,
+    pub label: Option<String>,
+    /// lower-cased needle (see the module header)
+    pub search: Option<String>,
+    pub active_since: Option<i64>,
+    /// Some(false): active only; Some(true): archived only; None: both
+    pub archived: Option<bool>,
+    pub pinned: Option<bool>,
+    pub owner_id: Option<String>,
+    pub creator_id: Option<String>,
+    pub project_id: Option<String>,
+    pub workspace_dir: Option<String>,
+    /// the sidebar group; `""` = ungrouped
+    pub group: Option<String>,
+    pub exclude_subagents: bool,
+    pub kinds: Option<Vec<SessionKind>>,
+    /// keep only sessions of these agents (non-agent keys: `default_agent`) …
+    pub agents: Option<Vec<String>>,
+    /// … or owned by this key (`spawnedBy`, `parentSessionKey` or `ownerSessionKey`)
+    pub owned_by: Option<String>,
+    /// keep only this key and the rows it owns
+    pub tree_of: Option<String>,
+    pub main_key: String,
+    pub global_scope: bool,
+    pub default_agent: String,
+    pub offset: u64,
+    pub limit: u32,
+}
+
+macro_rules! inventory_sql {
+    ($index:literal, $driver:literal) => {
+        concat!(
+            "SELECT key, entry FROM sessions ",
+            $index,
+            " WHERE ",
+            $driver,
+            " AND key <> 'unknown' AND (key <> 'global' OR :include_global)",
+            " AND (:only_key IS NULL OR key = :only_key)",
+            " AND (:agent_id IS NULL OR agent_id = :agent_id)",
+            " AND (:spawned_by IS NULL OR spawned_by = :spawned_by)",
+            " AND (:label IS NULL OR label = :label)",
+            " AND (:search IS NULL OR instr(search, :search) > 0)",
+            " AND (:active_since IS NULL OR updated_at >= :active_since)",
+            " AND (:archived IS NULL OR archived = :archived)",
+            " AND (:pinned IS NULL OR pinned = :pinned)",
+            " AND (:owner_id IS NULL OR owner_id = :owner_id)",
+            " AND (:creator_id IS NULL OR creator_id = :creator_id)",
+            " AND (:project_id IS NULL OR project_id = :project_id)",
+            " AND (:workspace_dir IS NULL OR workspace_dir = :workspace_dir)",
+            " AND (:grp IS NULL OR coalesce(grp, '') = :grp)",
+            " AND (NOT :exclude_subagents OR coalesce(rest, key) NOT LIKE 'subagent:%')",
+            " AND (:kinds IS NULL OR instr(:kinds, ',' || CASE WHEN (rest IS NOT NULL AND rest = :main_key)",
+            " OR (key = 'global' AND :global_scope) THEN 'main' ELSE base_kind END || ',') > 0)",
+            " AND (:agents IS NULL OR instr(:agents, ',' || COALESCE(agent_id, :default_agent) || ',') > 0",
+            " OR spawned_by = :owned_by OR parent_key = :owned_by OR owner_key = :owned_by)",
+            " AND (:tree_of IS NULL OR key = :tree_of OR spawned_by = :tree_of OR parent_key = :tree_of",
+            " OR owner_key = :tree_of)",
+            " ORDER BY updated_at DESC, key ASC LIMIT :limit OFFSET :offset"
+        )
+    };
+}
+
+const BY_KEY: &str = inventory_sql!("", "key = :only_key");
+const BY_SPAWNED_BY: &str = inventory_sql!("INDEXED BY sessions_by_spawned_by", "spawned_by = :spawned_by");
+const BY_LABEL: &str = inventory_sql!("INDEXED BY sessions_by_label", "label = :label");
+const BY_OWNER_ID: &str = inventory_sql!("INDEXED BY sessions_by_owner_id", "owner_id = :owner_id");
+const BY_CREATOR_ID: &str = inventory_sql!("INDEXED BY sessions_by_creator_id", "creator_id = :creator_id");
+const BY_PROJECT_ID: &str = inventory_sql!("INDEXED BY sessions_by_project_id", "project_id = :project_id");
+const BY_WORKSPACE: &str = inventory_sql!("INDEXED BY sessions_by_workspace_dir", "workspace_dir = :workspace_dir");
+const BY_GROUP: &str = inventory_sql!("INDEXED BY sessions_by_grp", "grp = :grp");
+const BY_PINNED: &str = inventory_sql!("INDEXED BY sessions_by_pinned", "pinned = 1");
+const BY_AGENT: &str = inventory_sql!("INDEXED BY sessions_by_agent", "agent_id = :agent_id");
+const BY_ARCHIVED: &str = inventory_sql!("INDEXED BY sessions_by_archived", "archived = :archived");
+const BY_UPDATED: &str = inventory_sql!("INDEXED BY sessions_by_updated", "1");
+
+fn joined<T: AsRef<str>>(items: &[T]) -> String {
+    let mut s = String::from(",");
+    for i in items {
+        s.push_str(i.as_ref());
+        s.push(',');
+    }
+    s
+}
+
+/// A string inside an object of the entry (`owner` → `actor` → `id`), when a string.
+fn nested<'a>(e: &'a Entry, first: &str, rest: &[&str]) -> Option<&'a str> {
+    let mut v = e.get(first)?;
+    for p in rest {
+        v = v.get(p)?;
+    }
+    v.as_str()
+}
+
+fn set(e: &Entry, name: &str) -> bool {
+    e.get(name).is_some_and(|v| !v.is_null())
+}
+
+impl Db<'_> {
+    /// Writes the inventory columns of a stored session from its entry (after
+    /// [`Db::put_session`]).
+    pub fn put_inventory_facts(&self, key: &str, e: &Entry) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "UPDATE sessions SET archived = ?2, pinned = ?3, owner_id = ?4, creator_id = ?5, project_id = ?6,
+                   workspace_dir = ?7, grp = ?8, parent_key = ?9, owner_key = ?10 WHERE key = ?1",
+            )
+            .map_err(sql)?;
+        st.execute(params![
+            key,
+            set(e, "archivedAt"),
+            set(e, "pinnedAt"),
+            nested(e, "owner", &["actor", "id"]),
+            nested(e, "createdActor", &["id"]),
+            entry::str_field(e, "projectId"),
+            entry::str_field(e, "spawnedCwd").or_else(|| entry::str_field(e, "spawnedWorkspaceDir")),
+            entry::str_field(e, "category"),
+            entry::str_field(e, "parentSessionKey"),
+            entry::str_field(e, "ownerSessionKey"),
+        ])
+        .map_err(sql)?;
+        Ok(())
+    }
+
+    /// One page of the inventory, newest first (ties by key): the rows from `offset` on, at most
+    /// `limit`. Without filters beyond `archived` the rows an offset skips are skipped inside
+    /// the index (it holds the key), without reading them.
+    pub fn inventory_page(&self, f: &InventoryFilter) -> Result<Vec<ListedRow>> {
+        let group = f.group.as_deref();
+        let template = if f.only_key.is_some() {
+            BY_KEY
+        } else if f.spawned_by.is_some() {
+            BY_SPAWNED_BY
+        } else if f.label.is_some() {
+            BY_LABEL
+        } else if f.owner_id.is_some() {
+            BY_OWNER_ID
+        } else if f.creator_id.is_some() {
+            BY_CREATOR_ID
+        } else if f.project_id.is_some() {
+            BY_PROJECT_ID
+        } else if f.workspace_dir.is_some() {
+            BY_WORKSPACE
+        } else if group.is_some_and(|g| !g.is_empty()) {
+            BY_GROUP
+        } else if f.pinned == Some(true) {
+            BY_PINNED
+        } else if f.agent_id.is_some() {
+            BY_AGENT
+        } else if f.archived.is_some() {
+            BY_ARCHIVED
+        } else {
+            BY_UPDATED
+        };
+        let mut st = self.conn.prepare_cached(template).map_err(sql)?;
+        let kinds = f.kinds.as_ref().map(|k| joined(&k.iter().map(|k| k.as_str()).collect::<Vec<_>>()));
+        let agents = f.agents.as_ref().map(|a| joined(a));
+        let offset = i64::try_from(f.offset).map_err(|_| Error::invalid_request("offset too large"))?;
+        let rows = st
+            .query_map(
+                named_params! {
+                    ":include_global": f.include_global,
+                    ":only_key": f.only_key,
+                    ":agent_id": f.agent_id,
+                    ":spawned_by": f.spawned_by,
+                    ":label": f.label,
+                    ":search": f.search,
+                    ":active_since": f.active_since,
+                    ":archived": f.archived,
+                    ":pinned": f.pinned,
+                    ":owner_id": f.owner_id,
+                    ":creator_id": f.creator_id,
+                    ":project_id": f.project_id,
+                    ":workspace_dir": f.workspace_dir,
+                    ":grp": group,
+                    ":exclude_subagents": f.exclude_subagents,
+                    ":kinds": kinds,
+                    ":main_key": f.main_key,
+                    ":global_scope": f.global_scope,
+                    ":agents": agents,
+                    ":default_agent": f.default_agent,
+                    ":owned_by": f.owned_by,
+                    ":tree_of": f.tree_of,
+                    ":limit": i64::from(f.limit),
+                    ":offset": offset,
+                },
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+            )
+            .map_err(sql)?;
+        let mut out = Vec::new();
+        for r in rows {
+            let (key, json) = r.map_err(sql)?;
+            let entry = serde_json::from_str::<Entry>(&json)
+                .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
+            out.push(ListedRow { key, entry });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,544 @@
+//! Credential masking of the 2026.9 `sessions_history` (always on): vendor tokens found by
+//! their prefix, JWTs and other dotted tokens, `Bearer` and `Authorization` credentials,
+//! secret-named assignments (`password: …`, `token=…`, `OPENAI_API_KEY=…`, `--api-key …`,
+//! `"apiKey": "…"`), URL passwords and PEM private keys, plus configured literal patterns. A
+//! masked value keeps its first 6 and last 4 characters (`sk-abc…6789`); one shorter than 18
+//! becomes `***`.
+//!
+//! A hand-written scanner (no regular expressions) over the gateway's common patterns, not its
+//! whole set of about 120: `src/agreement_test.rs` compares it with the package's own
+//! `redactToolPayloadText` on the texts `scripts/oc96-fixture.mjs` recorded. Pure text in, text
+//! out.
+
+/// Values shorter than this are masked whole.
+const MIN_LENGTH: usize = 18;
+const KEEP_START: usize = 6;
+const KEEP_END: usize = 4;
+
+/// `sk-abc…6789`, or `***` for a short value.
+pub fn mask(token: &str) -> String {
+    let chars: Vec<char> = token.chars().collect();
+    if chars.len() < MIN_LENGTH {
+        return "***".to_string();
+    }
+    let start: String = chars[..KEEP_START].iter().collect();
+    let end: String = chars[chars.len() - KEEP_END..].iter().collect();
+    format!("{start}…{end}")
+}
+
+/// Which characters a token body may contain.
+#[derive(Clone, Copy)]
+enum Body {
+    /// `[A-Za-z0-9]`
+    Alnum,
+    /// `[A-Za-z0-9_]`
+    Word,
+    /// `[A-Za-z0-9_-]`
+    WordDash,
+    /// `[A-Za-z0-9-]`
+    AlnumDash,
+    /// `[A-Za-z0-9._=-]`
+    Gitlab,
+    /// `[A-Z0-9]`
+    Upper,
+    /// `[0-9A-Za-z_./+=-]`
+    Google,
+}
+
+impl Body {
+    fn admits(self, c: char) -> bool {
+        c.is_ascii_alphanumeric() && (!matches!(self, Body::Upper) || c.is_ascii_uppercase() || c.is_ascii_digit())
+            || match self {
+                Body::Word => c == '_',
+                Body::WordDash => c == '_' || c == '-',
+                Body::AlnumDash => c == '-',
+                Body::Gitlab => matches!(c, '.' | '_' | '=' | '-'),
+                Body::Google => matches!(c, '_' | '.' | '/' | '+' | '=' | '-'),
+                Body::Alnum | Body::Upper => false,
+            }
+    }
+}
+
+/// How the character before a prefix must look.
+#[derive(Clone, Copy)]
+enum Before {
+    Any,
+    /// not `[A-Za-z0-9_]` (a `\b` before a word character)
+    NotWord,
+    /// not `[A-Za-z0-9]`
+    NotAlnum,
+}
+
+/// (prefix, body, minimum body length, exact body length, boundary before)
+const VENDOR: &[(&str, Body, usize, Option<usize>, Before)] = &[
+    ("sk-", Body::WordDash, 8, None, Before::NotWord),
+    ("ghp_", Body::Alnum, 10, None, Before::Any),
+    ("github_pat_", Body::Word, 10, None, Before::Any),
+    ("gho_", Body::Alnum, 10, None, Before::Any),
+    ("ghu_", Body::Alnum, 10, None, Before::Any),
+    ("ghs_", Body::Alnum, 10, None, Before::Any),
+    ("ghr_", Body::Alnum, 10, None, Before::Any),
+    ("glpat-", Body::Gitlab, 20, None, Before::Any),
+    ("xoxb-", Body::AlnumDash, 10, None, Before::Any),
+    ("xoxa-", Body::AlnumDash, 10, None, Before::Any),
+    ("xoxp-", Body::AlnumDash, 10, None, Before::Any),
+    ("xoxr-", Body::AlnumDash, 10, None, Before::Any),
+    ("xoxs-", Body::AlnumDash, 10, None, Before::Any),
+    ("xapp-", Body::AlnumDash, 10, None, Before::Any),
+    ("gsk_", Body::WordDash, 10, None, Before::Any),
+    ("AIza", Body::WordDash, 20, None, Before::Any),
+    ("pplx-", Body::WordDash, 10, None, Before::Any),
+    ("fal_", Body::WordDash, 10, None, Before::Any),
+    ("sk_live_", Body::Alnum, 10, None, Before::Any),
+    ("sk_test_", Body::Alnum, 10, None, Before::Any),
+    ("rk_live_", Body::Alnum, 10, None, Before::Any),
+    ("npm_", Body::Alnum, 10, None, Before::Any),
+    ("pypi-", Body::WordDash, 10, None, Before::Any),
+    ("hf_", Body::Alnum, 10, None, Before::Any),
+    ("tvly-", Body::Alnum, 10, None, Before::Any),
+    ("xai-", Body::Alnum, 30, None, Before::Any),
+    ("r8_", Body::Alnum, 10, None, Before::Any),
+    ("dop_v1_", Body::Alnum, 10, None, Before::Any),
+    ("doo_v1_", Body::Alnum, 10, None, Before::Any),
+    ("dor_v1_", Body::Alnum, 10, None, Before::Any),
+    ("AKID", Body::Alnum, 10, None, Before::Any),
+    ("LTAI", Body::Alnum, 10, None, Before::Any),
+    ("ya29.", Body::Google, 10, None, Before::Any),
+    ("AKIA", Body::Upper, 16, Some(16), Before::NotAlnum),
+    ("ASIA", Body::Upper, 16, Some(16), Before::NotAlnum),
+];
+
+/// Which ASCII characters start a [`VENDOR`] prefix.
+const VENDOR_FIRST: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut i = 0;
+    while i < VENDOR.len() {
+        t[VENDOR[i].0.as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Secret-named keys whose assigned value is masked (`<key>: value`, `<key>=value`).
+const SECRET_KEYS: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_token",
+    "refresh_token",
+    "auth_token",
+    "client_secret",
+    "private_key",
+];
+
+fn is_word(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// A masked copy of `text`, and whether anything was masked. `extra` are configured literal
+/// substrings masked wherever they occur.
+pub fn redact(text: &str, extra: &[String]) -> (String, bool) {
+    let mut out = text.to_string();
+    for lit in extra.iter().filter(|l| !l.is_empty()) {
+        if out.contains(lit.as_str()) {
+            out = out.replace(lit.as_str(), &mask(lit));
+        }
+    }
+    if out.contains("-----BEGIN ") {
+        out = pem(&out);
+    }
+    if out.contains('"') {
+        out = json_fields(&out);
+    }
+    out = scan(&out);
+    let changed = out != text;
+    (out, changed)
+}
+
+/// `-----BEGIN … PRIVATE KEY----- … -----END … PRIVATE KEY-----` → the markers around `…redacted…`.
+fn pem(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(b) = rest.find("-----BEGIN ") {
+        let after = &rest[b..];
+        let Some(head_end) = after[11..].find("-----").map(|i| i + 16) else { break };
+        let head = &after[..head_end];
+        if !head.ends_with("PRIVATE KEY-----") {
+            out.push_str(&rest[..b + head_end]);
+            rest = &rest[b + head_end..];
+            continue;
+        }
+        let Some(end) = after[head_end..].find("-----END ") else { break };
+        let tail = &after[head_end + end..];
+        let Some(tail_end) = tail[9..].find("-----").map(|i| i + 14) else { break };
+        out.push_str(&rest[..b]);
+        out.push_str(head);
+        out.push_str("\n…redacted…\n");
+        out.push_str(&tail[..tail_end]);
+        rest = &tail[tail_end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `"apiKey": "<value>"` (any secret-named JSON field with a string value) → `"***"`.
+fn json_fields(text: &str) -> String {
+    const FIELDS: &[&str] = &[
+        "apikey",
+        "api_key",
+        "api-key",
+        "token",
+        "accesstoken",
+        "access_token",
+        "refreshtoken",
+        "refresh_token",
+        "password",
+        "passwd",
+        "secret",
+        "clientsecret",
+        "client_secret",
+        "privatekey",
+        "private_key",
+        "authorization",
+    ];
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '"' {
+            let name_len = chars[i + 1..].iter().take_while(|c| **c != '"' && **c != '\n').count();
+            let name: String = chars[i + 1..i + 1 + name_len].iter().collect::<String>().to_lowercase();
+            let mut k = i + 1 + name_len + 1;
+            if FIELDS.contains(&name.as_str()) && chars.get(k - 1) == Some(&'"') {
+                while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+                    k += 1;
+                }
+                if chars.get(k) == Some(&':') {
+                    k += 1;
+                    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+                        k += 1;
+                    }
+                    if chars.get(k) == Some(&'"') {
+                        let vlen = chars[k + 1..].iter().take_while(|c| **c != '"').count();
+                        if chars.get(k + 1 + vlen) == Some(&'"') && vlen > 0 {
+                            out.extend(&chars[i..=k]);
+                            out.push_str("***\"");
+                            i = k + 2 + vlen;
+                            continue;
+                        }
+                    }
+                }
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+/// One left-to-right pass for vendor tokens, `Bearer` credentials and secret assignments.
+fn scan(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if let Some((keep, end)) = match_at(&chars, i) {
+            out.extend(&chars[i..i + keep]);
+            let token: String = chars[i + keep..end].iter().collect();
+            out.push_str(&mask(&token));
+            i = end;
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn starts_with(chars: &[char], at: usize, s: &str) -> bool {
+    s.chars().enumerate().all(|(k, c)| chars.get(at + k) == Some(&c))
+}
+
+fn starts_with_ci(chars: &[char], at: usize, s: &str) -> bool {
+    s.chars().enumerate().all(|(k, c)| chars.get(at + k).is_some_and(|x| x.eq_ignore_ascii_case(&c)))
+}
+
+fn word_dash(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Dotted tokens: a JWT (`eyJ…` in three parts of ≥ 10), SendGrid `SG.<10+>.<10+>`, a Telegram
+/// bot token `<6+ digits>:<20+>`.
+fn dotted_token(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    let run = |from: usize| chars[from.min(chars.len())..].iter().take_while(|c| word_dash(**c)).count();
+    if starts_with(chars, i, "eyJ") {
+        let a = run(i + 3) + 3;
+        if a >= 10 && chars.get(i + a) == Some(&'.') {
+            let b = run(i + a + 1);
+            if b >= 10 && chars.get(i + a + 1 + b) == Some(&'.') {
+                let c = run(i + a + b + 2);
+                if c >= 10 {
+                    return Some((0, i + a + b + 2 + c));
+                }
+            }
+        }
+    }
+    if starts_with(chars, i, "SG.") {
+        let a = run(i + 3);
+        if a >= 10 && chars.get(i + 3 + a) == Some(&'.') {
+            let b = run(i + 4 + a);
+            if b >= 10 {
+                return Some((0, i + 4 + a + b));
+            }
+        }
+    }
+    if !prev.is_some_and(is_word) {
+        let digits = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits >= 6 && chars.get(i + digits) == Some(&':') {
+            let b = run(i + digits + 1);
+            let end = i + digits + 1 + b;
+            if b >= 20 && !chars.get(end).is_some_and(|c| is_word(*c)) {
+                return Some((0, end));
+            }
+        }
+    }
+    None
+}
+
+/// `NAME_KEY=value` style environment assignments (an upper-case name ending in `KEY`,
+/// `TOKEN`, `SECRET`, `PASSWORD` or `PASSWD`), the value optionally quoted.
+fn env_assignment(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    if prev.is_some_and(is_word) {
+        return None;
+    }
+    let name = chars[i..].iter().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || **c == '_').count();
+    let word: String = chars[i..i + name].iter().collect();
+    let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"].iter().any(|s| word.ends_with(s));
+    if name == 0 || !secret || chars.get(i + name).is_some_and(|c| is_word(*c)) {
+        return None;
+    }
+    let mut k = i + name;
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    if !matches!(chars.get(k), Some('=') | Some(':')) {
+        return None;
+    }
+    k += 1;
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    let quote = chars.get(k).filter(|c| **c == '"' || **c == '\'').copied();
+    if quote.is_some() {
+        k += 1;
+    }
+    let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'\\".contains(**c)).count();
+    (len > 0).then_some((k - i, k + len))
+}
+
+/// `--api-key <value>`, `--token=<value>` and the like.
+fn cli_flag(chars: &[char], i: usize) -> Option<(usize, usize)> {
+    if !starts_with(chars, i, "--") {
+        return None;
+    }
+    let flag = ["api-key", "apikey", "token", "password", "secret", "access-token", "auth-token", "client-secret"]
+        .into_iter()
+        .find(|f| starts_with_ci(chars, i + 2, f))?;
+    let mut k = i + 2 + flag.len();
+    match chars.get(k) {
+        Some('=') => k += 1,
+        Some(c) if c.is_whitespace() => {
+            while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+                k += 1;
+            }
+        }
+        _ => return None,
+    }
+    let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'".contains(**c)).count();
+    (len > 0).then_some((k - i, k + len))
+}
+
+/// `Authorization: Bearer <credential>`: the credential whatever its length (up to a blank,
+/// quote, `,`, `;`, `?`, `&` or `#`).
+fn authorization_header(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    if prev.is_some_and(is_word) || !starts_with_ci(chars, i, "authorization") {
+        return None;
+    }
+    let mut k = i + 13;
+    while chars.get(k).is_some_and(|c| *c == ' ' || *c == '\t') {
+        k += 1;
+    }
+    if !matches!(chars.get(k), Some(':') | Some('=')) {
+        return None;
+    }
+    k += 1;
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    if !starts_with(chars, k, "Bearer") {
+        return None;
+    }
+    k += 6;
+    let ws = chars[k..].iter().take_while(|c| c.is_whitespace()).count();
+    if ws == 0 {
+        return None;
+    }
+    k += ws;
+    let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'`,;?&#".contains(**c)).count();
+    (len > 0).then_some((k - i, k + len))
+}
+
+/// `scheme://user:<password>@` for web (http(s), ws(s), ftp) and database URLs.
+fn url_password(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    if prev.is_some_and(is_word) {
+        return None;
+    }
+    const WEB: &[&str] = &["https://", "http://", "wss://", "ws://", "ftp://"];
+    const DB: &[&str] = &[
+        "postgresql://",
+        "postgres://",
+        "mysql://",
+        "mongodb+srv://",
+        "mongodb://",
+        "rediss://",
+        "redis://",
+        "amqps://",
+        "amqp://",
+    ];
+    let (scheme, db) = match WEB.iter().find(|s| starts_with_ci(chars, i, s)) {
+        Some(s) => (*s, false),
+        None => (*DB.iter().find(|s| starts_with_ci(chars, i, s))?, true),
+    };
+    let mut k = i + scheme.len();
+    while chars.get(k).is_some_and(|c| !matches!(c, '/' | ':' | '@') && !c.is_whitespace()) {
+        k += 1;
+    }
+    if chars.get(k) != Some(&':') {
+        return None;
+    }
+    k += 1;
+    let len = chars[k..].iter().take_while(|c| **c != '@' && (db || **c != '/') && !c.is_whitespace()).count();
+    (len > 0 && chars.get(k + len) == Some(&'@')).then_some((k - i, k + len))
+}
+
+/// A credential starting at `i`: how many characters of the match stay (`Bearer `, `token=`)
+/// and where the masked value ends.
+fn match_at(chars: &[char], i: usize) -> Option<(usize, usize)> {
+    let prev = i.checked_sub(1).map(|p| chars[p]);
+    let first = chars[i];
+    // only a vendor prefix may start inside a word; everything else starts at a boundary
+    let vendor_start = (first.is_ascii() && VENDOR_FIRST[first as usize])
+        || starts_with(chars, i, "eyJ")
+        || starts_with(chars, i, "SG.")
+        || starts_with(chars, i, "--");
+    if !vendor_start && prev.is_some_and(is_word) {
+        return None;
+    }
+    for (prefix, body, min, exact, before) in VENDOR.iter().filter(|_| vendor_start) {
+        let ok_before = match before {
+            Before::Any => true,
+            Before::NotWord => !prev.is_some_and(is_word),
+            Before::NotAlnum => !prev.is_some_and(|c| c.is_ascii_alphanumeric()),
+        };
+        if !ok_before || !starts_with(chars, i, prefix) {
+            continue;
+        }
+        let start = i + prefix.chars().count();
+        let mut end = start;
+        while end < chars.len() && body.admits(chars[end]) && exact.is_none_or(|n| end - start < n) {
+            end += 1;
+        }
+        let len = end - start;
+        let after_ok = match (exact, before) {
+            (Some(_), _) => !chars.get(end).is_some_and(|c| c.is_ascii_alphanumeric()),
+            (None, Before::NotWord) => !chars.get(end).is_some_and(|c| is_word(*c)),
+            _ => true,
+        };
+        if len >= *min && after_ok {
+            return Some((0, end));
+        }
+    }
+    if let Some(hit) = dotted_token(chars, i, prev) {
+        return Some(hit);
+    }
+    if let Some(hit) = env_assignment(chars, i, prev) {
+        return Some(hit);
+    }
+    if let Some(hit) = cli_flag(chars, i) {
+        return Some(hit);
+    }
+    if let Some(hit) = authorization_header(chars, i, prev) {
+        return Some(hit);
+    }
+    if let Some(hit) = url_password(chars, i, prev) {
+        return Some(hit);
+    }
+    if starts_with(chars, i, "Bearer") && !prev.is_some_and(is_word) {
+        let mut start = i + 6;
+        let ws = chars[start..].iter().take_while(|c| c.is_whitespace()).count();
+        if ws > 0 {
+            start += ws;
+            let bearer = |c: char| c.is_ascii_alphanumeric() || "-._~+/=".contains(c);
+            let len = chars[start..].iter().take_while(|c| bearer(**c)).count();
+            if len >= 18 {
+                return Some((start - i, start + len));
+            }
+        }
+    }
+    if !prev.is_some_and(is_word) {
+        for key in SECRET_KEYS {
+            if !starts_with_ci(chars, i, key) {
+                continue;
+            }
+            let mut k = i + key.len();
+            while chars.get(k).is_some_and(|c| *c == ' ' || *c == '\t') {
+                k += 1;
+            }
+            if !matches!(chars.get(k), Some(':') | Some('=')) {
+                continue;
+            }
+            k += 1;
+            while chars.get(k).is_some_and(|c| *c == ' ' || *c == '\t') {
+                k += 1;
+            }
+            let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'`<>#&,;".contains(**c)).count();
+            if len > 0 {
+                return Some((k - i, k + len));
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_keep_six_and_four_characters_and_short_values_are_starred() {
+        let (out, hit) = redact("my key is sk-abcdefghijklmnopqrstuvwxyz0123456789", &[]);
+        assert_eq!(out, "my key is sk-abc…6789");
+        assert!(hit);
+        assert_eq!(redact("password: hunter2hunter2", &[]).0, "password: ***");
+        assert_eq!(redact("token=abc123def456ghi789", &[]).0, "token=abc123…i789");
+        assert_eq!(redact("AKIAIOSFODNN7EXAMPLE", &[]).0, "AKIAIO…MPLE");
+        assert_eq!(
+            redact("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijk", &[]).0,
+            "Authorization: Bearer eyJhbG…hijk"
+        );
+        assert_eq!(redact("hello world", &[]), ("hello world".to_string(), false));
+    }
+
+    #[test]
+    fn configured_literals_and_pem_keys_are_masked() {
+        let (out, hit) = redact("x my-internal-secret-value y", &["my-internal-secret-value".to_string()]);
+        assert_eq!(out, "x my-int…alue y");
+        assert!(hit);
+        let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----";
+        assert_eq!(redact(pem, &[]).0, "-----BEGIN RSA PRIVATE KEY-----\n…redacted…\n-----END RSA PRIVATE KEY-----");
+    }
+}
