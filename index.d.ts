@@ -20,7 +20,12 @@ export interface GatewayConfig {
     /** @deprecated not a gateway key (the gateway refuses the file): use `settings.history` */
     history?: { maxChars?: number }
     /** @deprecated not a gateway key (the gateway refuses the file): use `settings.outbox` */
-    outbox?: { maxAttempts?: number; backoffMs?: number }
+    outbox?: {
+    maxAttempts?: number
+    backoffMs?: number
+    /** 2026.9: a sub-agent completion's retry window (default 15 000, 300 000, 1 800 000 ms), then blocked */
+    completionRetry?: { firstMs?: number; maxMs?: number; expireMs?: number }
+  }
     [key: string]: unknown
   }
   tools?: {
@@ -262,6 +267,23 @@ export interface SubagentEvent extends SessionToolsEventBase {
   type: 'subagent.announced' | 'subagent.archived'
   childSessionKey: string
 }
+/** 2026.9: `subagents` cancel stopped a task (never announced). */
+export interface SubagentCancelledEvent extends SessionToolsEventBase {
+  type: 'subagent.cancelled'
+  taskId: string
+  requesterSessionKey: string
+}
+/** 2026.9: a completion was blocked and 25 or more blocked completions are kept. */
+export interface DeliveryBacklogEvent extends SessionToolsEventBase {
+  type: 'delivery.backlog'
+  suspendedCount: number
+  warningThreshold: number
+}
+/** 2026.9: `sessions_yield` recorded a yield; the session's resume run started; or could not. */
+export interface SessionYieldEvent extends SessionToolsEventBase {
+  type: 'session.yielded' | 'session.resumed' | 'session.resume_failed'
+  yieldId: string
+}
 /** The store could not record something in the background. */
 export interface StoreErrorEvent extends SessionToolsEventBase {
   type: 'store.error'
@@ -288,6 +310,9 @@ export type SessionToolsEvent =
   | A2aErrorEvent
   | DeliveryEvent
   | SubagentEvent
+  | SubagentCancelledEvent
+  | DeliveryBacklogEvent
+  | SessionYieldEvent
   | StoreErrorEvent
   | ConfigDeprecatedEvent
 
@@ -307,6 +332,8 @@ export interface OpenOptions {
   onEvent?: (ev: SessionToolsEvent) => unknown
   /** Hands `text` to the active run of `sessionKey`; `true` when it took it. */
   steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
+  /** 2026.9 `subagents` cancel: stop the model turn of run `runId` (the engine has ended the run already). */
+  abortRun?: (runId: string, reason: string) => unknown
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
   /** Our own settings, which have no place in the gateway's config. */
@@ -323,9 +350,16 @@ export interface Settings {
   /** `sessions_history`'s default `maxChars` (none: no character budget) */
   history?: { maxChars?: number }
   /** announce delivery retries: attempts (default 5, min 1) and the first backoff (default 1000 ms, doubling, max 60 000) */
-  outbox?: { maxAttempts?: number; backoffMs?: number }
+  outbox?: {
+    maxAttempts?: number
+    backoffMs?: number
+    /** 2026.9: a sub-agent completion's retry window (default 15 000, 300 000, 1 800 000 ms), then blocked */
+    completionRetry?: { firstMs?: number; maxMs?: number; expireMs?: number }
+  }
   /** the agent-to-agent chain budget (default 20 turns, DECISIONS.md #4) */
   agentToAgent?: { maxChainTurns?: number }
+  /** how long an open store holds its runs and announce claims without renewing its lease (default 30 000 ms, clamped to 1000..86 400 000; API.md §1.7) */
+  ownership?: { leaseMs?: number }
 }
 
 /** What `SessionTools.measureCallback` reports. */

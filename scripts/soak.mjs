@@ -23,7 +23,7 @@ const tick = (s) => process.stderr.isTTY && process.stderr.write(`\r${s.padEnd(7
 
 const t0 = Date.now()
 const crash = await crashLoop({ db: path.join(dir, 'crash.db'), iterations, log: tick })
-rows.push(['crash loop (SIGKILL)', crash.iterations, crash.kills, `${crash.acked} acknowledged writes, ${crash.subagents} sub-agents`, crash.violations.length, Date.now() - t0])
+rows.push(['crash loop (SIGKILL)', crash.iterations, crash.kills, `${crash.acked} acknowledged writes, ${crash.subagents} sub-agents, ${crash.yields} yields, ${crash.cancels} cancels`, crash.violations.length, Date.now() - t0])
 
 const t1 = Date.now()
 tick(`contention: 4 processes × 2 stores for ${seconds} s…`)

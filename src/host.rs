@@ -249,6 +249,15 @@ pub trait Host: Send + Sync + 'static {
     fn can_steer(&self) -> bool {
         false
     }
+    /// Asks the host to stop the model turn of run `run_id` (a cancelled sub-agent, 2026.9
+    /// `subagents cancel`): `Ok(true)` when it did. The engine has already ended the run.
+    fn abort_run(&self, _run_id: String, _reason: String) -> HostFuture<bool> {
+        Box::pin(async { Ok(false) })
+    }
+    /// Whether an `abortRun` callback is configured at all.
+    fn can_abort(&self) -> bool {
+        false
+    }
     /// Work started (`true`) or ended (`false`): while any is in progress the host keeps its
     /// process alive; an idle store never does.
     fn busy(&self, _on: bool) {}
@@ -274,6 +283,7 @@ pub mod testing {
         pub requests: Mutex<Vec<AgentRunRequest>>,
         pub deliveries: Mutex<Vec<Value>>,
         pub steers: Mutex<Vec<(String, String)>>,
+        pub aborts: Mutex<Vec<(String, String)>>,
         pub events: Mutex<Vec<Event>>,
     }
 
@@ -291,6 +301,7 @@ pub mod testing {
                 requests: Mutex::default(),
                 deliveries: Mutex::default(),
                 steers: Mutex::default(),
+                aborts: Mutex::default(),
                 events: Mutex::default(),
             }
         }
@@ -357,6 +368,13 @@ pub mod testing {
         }
         fn can_steer(&self) -> bool {
             self.steer.is_some()
+        }
+        fn abort_run(&self, run_id: String, reason: String) -> HostFuture<bool> {
+            lock(&self.aborts).push((run_id, reason));
+            Box::pin(async { Ok(true) })
+        }
+        fn can_abort(&self) -> bool {
+            true
         }
     }
 }

@@ -1,52 +1,191 @@
-//! Who is doing a piece of work: every run and every outbox claim records the process instance
-//! (`<pid>:<uuid>`) that took it, so that a later open can tell work whose process died (to be
-//! ended or retried) from work another live process is still doing on the same file.
+//! Who holds a piece of work: THE ownership rule (API.md §1.7). Every open store is an *owner*
+//! (a fresh uuid, with its host id and pid for diagnostics) whose lease, a row in the store's
+//! `owners` table, expires `leaseMs` after it was last renewed. Runs and outbox claims name their
+//! owner; work is held iff its owner's lease has not expired. A gone owner's work is taken over
+//! once its lease has expired, or at once when its row says it ran on this host (same host id)
+//! under a pid that is no longer running: never while the lease is live on another host.
+//!
+//! This module owns the identity of this process ([`Here`]), the clock leases are read against
+//! ([`Clock`]), the rule itself ([`Lease::holds`]) and the lease's own row operations (acquire,
+//! renew, release, reap). It never touches runs or outbox rows (their SQL applies the rule's
+//! expiry part, `src/store/`), and it never starts tasks (the heartbeat is the orchestrator's).
 
-use std::collections::HashSet;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
-fn live() -> &'static Mutex<HashSet<String>> {
-    static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    LIVE.get_or_init(Mutex::default)
+use crate::error::Result;
+use crate::store::owners::OwnerRecord;
+use crate::store::Db;
+
+/// The default lease length (the setting `ownership.leaseMs`).
+pub const DEFAULT_LEASE_MS: u64 = 30_000;
+/// The shortest lease accepted: shorter ones are raised to this.
+pub const MIN_LEASE_MS: u64 = 1_000;
+/// The longest lease accepted (a day): longer ones are lowered to this.
+pub const MAX_LEASE_MS: u64 = 86_400_000;
+
+/// The lease length in force: the setting `ownership.leaseMs` (clamped when read), or the
+/// default.
+pub fn lease_ms(config: &crate::config::Config) -> u64 {
+    config.settings.lease_ms.unwrap_or(DEFAULT_LEASE_MS)
 }
 
-/// A new owner id for this process, live until [`retire`]d.
-pub fn new_owner() -> String {
-    let id = format!("{}:{}", std::process::id(), uuid::Uuid::new_v4());
-    live().lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone());
-    id
+/// The time leases are read against, in ms since the epoch: the system clock, or a test's.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// The system clock.
+pub fn system_clock() -> Clock {
+    Arc::new(crate::entry::now_ms)
 }
 
-/// Marks an owner of this process as gone (its store was closed).
-pub fn retire(owner: &str) {
-    live().lock().unwrap_or_else(|p| p.into_inner()).remove(owner);
+/// Where this process runs, and how to tell whether a pid there is still running.
+#[derive(Clone)]
+pub struct Here {
+    /// Processes with the same host id see the same pids: on Linux, one boot of one machine's
+    /// kernel (`boot_id`) and one pid namespace. Unknown: a fresh id (no other process shares
+    /// it, so only expiry takes its work over).
+    pub host_id: String,
+    pub host_name: String,
+    pub pid: u32,
+    /// Whether `pid` is running on this host. When it cannot tell, it must answer `true`.
+    pub pid_running: fn(u32) -> bool,
 }
 
-/// Whether the work of `owner` may still be going on: an owner of this process while not
-/// retired, or an owner of another process that is still running (Linux: `/proc/<pid>`).
-/// An owner that cannot be read is taken as gone.
-pub fn is_alive(owner: &str) -> bool {
-    let Some(pid) = owner.split(':').next().and_then(|p| p.parse::<u32>().ok()) else { return false };
-    if pid == std::process::id() {
-        return live().lock().unwrap_or_else(|p| p.into_inner()).contains(owner);
+impl Here {
+    /// This process (read once per process).
+    pub fn detect() -> Here {
+        static HERE: OnceLock<Here> = OnceLock::new();
+        HERE.get_or_init(|| Here { host_id: host_id(), host_name: host_name(), pid: std::process::id(), pid_running })
+            .clone()
+    }
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+fn host_id() -> String {
+    let boot = read_trimmed("/proc/sys/kernel/random/boot_id");
+    let pid_ns = std::fs::read_link("/proc/self/ns/pid").ok().map(|p| p.to_string_lossy().into_owned());
+    match (boot, pid_ns) {
+        (Some(boot), Some(ns)) => format!("linux:{boot}:{ns}"),
+        _ => format!("unknown:{}", uuid::Uuid::new_v4()),
+    }
+}
+
+fn host_name() -> String {
+    read_trimmed("/proc/sys/kernel/hostname")
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// Linux: `/proc/<pid>` exists. Without `/proc` it cannot tell, so it says running.
+fn pid_running(pid: u32) -> bool {
+    if !std::path::Path::new("/proc/self").exists() {
+        return true;
     }
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The lease of one open store.
+pub struct Lease {
+    id: String,
+    here: Here,
+    clock: Clock,
+    started_at: i64,
+    /// set by [`Lease::release`]: a renewal still under way must not record the lease again
+    released: AtomicBool,
+}
 
-    #[test]
-    fn owners_of_this_process_live_until_retired_and_dead_processes_are_gone() {
-        let me = new_owner();
-        assert!(is_alive(&me));
-        retire(&me);
-        assert!(!is_alive(&me));
-        assert!(!is_alive(&format!("{}:never-registered", std::process::id())));
-        assert!(!is_alive("garbage"));
-        // pid 1 exists on Linux; a pid above the kernel maximum does not
-        assert!(is_alive("1:other-process"));
-        assert!(!is_alive("4294967295:x"));
+impl Lease {
+    pub fn new(here: Here, clock: Clock) -> Lease {
+        let started_at = clock();
+        Lease { id: uuid::Uuid::new_v4().to_string(), here, clock, started_at, released: AtomicBool::new(false) }
+    }
+
+    /// A lease of this process on the system clock.
+    pub fn detect() -> Lease {
+        Lease::new(Here::detect(), system_clock())
+    }
+
+    /// The owner id that runs and claims record.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
+    /// THE rule: whether `owner` still holds its work at `now`, as seen from here. Its lease
+    /// must not have expired, and when it ran on this host under another pid, that pid must
+    /// still be running (a crash here is taken over at once; elsewhere, only expiry tells).
+    pub fn holds(&self, owner: &OwnerRecord, now: i64) -> bool {
+        if owner.expires_at <= now {
+            return false;
+        }
+        let local_elsewhere = owner.host_id == self.here.host_id && owner.pid != self.here.pid;
+        !local_elsewhere || (self.here.pid_running)(owner.pid)
+    }
+
+    fn record(&self, now: i64, length_ms: u64) -> OwnerRecord {
+        OwnerRecord {
+            owner_id: self.id.clone(),
+            host_id: self.here.host_id.clone(),
+            host_name: self.here.host_name.clone(),
+            pid: self.here.pid,
+            started_at: self.started_at,
+            expires_at: expiry(now, length_ms),
+        }
+    }
+
+    /// Records this owner with a lease of `length_ms` from now. Call inside a write.
+    pub fn acquire(&self, db: &Db<'_>, length_ms: u64) -> Result<()> {
+        db.put_owner(&self.record(self.now(), length_ms))
+    }
+
+    /// Extends the lease to `length_ms` from now; `false` when its row was gone (the lease had
+    /// lapsed and another owner reaped it, so its work may have been taken over): the row is
+    /// written again, and the lease holds from now on. After [`Lease::release`] it does
+    /// nothing. Call inside a write.
+    pub fn renew(&self, db: &Db<'_>, length_ms: u64) -> Result<bool> {
+        if self.released.load(Ordering::SeqCst) {
+            return Ok(true);
+        }
+        let now = self.now();
+        if db.renew_owner(&self.id, expiry(now, length_ms))? {
+            return Ok(true);
+        }
+        db.put_owner(&self.record(now, length_ms))?;
+        Ok(false)
+    }
+
+    /// Ends the lease at once, for good: this owner's work is free for others. Call inside a
+    /// write.
+    pub fn release(&self, db: &Db<'_>) -> Result<()> {
+        self.released.store(true, Ordering::SeqCst);
+        db.delete_owner(&self.id)
+    }
+
+    /// Deletes the rows of the owners that no longer hold their work ([`Lease::holds`]), so
+    /// that the store's queries (a row with a future expiry holds) see them gone; their ids.
+    /// Call inside a write, before ending their runs in the same transaction.
+    pub fn reap(&self, db: &Db<'_>, now: i64) -> Result<Vec<String>> {
+        let mut gone = Vec::new();
+        for owner in db.owners()? {
+            if owner.owner_id != self.id && !self.holds(&owner, now) {
+                db.delete_owner(&owner.owner_id)?;
+                gone.push(owner.owner_id);
+            }
+        }
+        Ok(gone)
     }
 }
+
+fn expiry(now: i64, length_ms: u64) -> i64 {
+    now.saturating_add(i64::try_from(length_ms).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+#[path = "owner_tests.rs"]
+mod tests;

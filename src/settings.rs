@@ -1,6 +1,7 @@
 //! Our own settings, the ones the gateway's config has no place for (its schema refuses a file
 //! that carries them): `contract` (the gateway we answer as), `history.maxChars`,
-//! `outbox.maxAttempts`, `outbox.backoffMs` and `agentToAgent.maxChainTurns`. They come from `SessionTools.open({ …, settings })` and
+//! `outbox.maxAttempts`, `outbox.backoffMs`, `agentToAgent.maxChainTurns` and
+//! `ownership.leaseMs`. They come from `SessionTools.open({ …, settings })` and
 //! `setConfig(config, settings)`; the gateway config stays exactly what the gateway accepts.
 //!
 //! For one release the old places in the gateway config (`session.history`, `session.outbox`,
@@ -27,6 +28,10 @@ pub struct Settings {
     pub outbox_backoff_ms: Option<u64>,
     /// `agentToAgent.maxChainTurns`
     pub max_chain_turns: Option<u32>,
+    /// `ownership.leaseMs` (clamped to `owner::MIN_LEASE_MS..=owner::MAX_LEASE_MS`)
+    pub lease_ms: Option<u64>,
+    /// `outbox.completionRetry.{firstMs, maxMs, expireMs}` (2026.9 completions)
+    pub completion_retry_ms: (Option<u64>, Option<u64>, Option<u64>),
 }
 
 /// A key of the gateway config that moved to the settings: where it was, where it goes.
@@ -73,7 +78,7 @@ impl Settings {
     /// `INVALID_CONFIG` naming the key, e.g. `invalid settings: settings.outbox.backoffMs must be
     /// a non-negative number`.
     pub fn from_json(v: &Value) -> Result<Settings> {
-        let root = object(Some(v), "settings", &["contract", "history", "outbox", "agentToAgent"])?;
+        let root = object(Some(v), "settings", &["contract", "history", "outbox", "agentToAgent", "ownership"])?;
         let contract = match root.and_then(|r| r.get("contract")) {
             Some(c) => Contract::from_option(c, "settings.contract")?,
             None => None,
@@ -81,14 +86,24 @@ impl Settings {
         let section =
             |key: &str, known: &[&str]| object(root.and_then(|r| r.get(key)), &format!("settings.{key}"), known);
         let history = section("history", &["maxChars"])?;
-        let outbox = section("outbox", &["maxAttempts", "backoffMs"])?;
+        let outbox = section("outbox", &["maxAttempts", "backoffMs", "completionRetry"])?;
+        let retry = object(
+            outbox.and_then(|o| o.get("completionRetry")),
+            "settings.outbox.completionRetry",
+            &["firstMs", "maxMs", "expireMs"],
+        )?;
+        let retry_ms = |k: &str| number(retry, "settings.outbox.completionRetry", k).map(|n| n.map(floor_u64));
         let a2a = section("agentToAgent", &["maxChainTurns"])?;
+        let ownership = section("ownership", &["leaseMs"])?;
         Ok(Settings {
             contract,
             history_max_chars: number(history, "settings.history", "maxChars")?.map(floor_u64),
             outbox_max_attempts: number(outbox, "settings.outbox", "maxAttempts")?.map(|n| floor_u32(n).max(1)),
             outbox_backoff_ms: number(outbox, "settings.outbox", "backoffMs")?.map(floor_u64),
             max_chain_turns: number(a2a, "settings.agentToAgent", "maxChainTurns")?.map(floor_u32),
+            lease_ms: number(ownership, "settings.ownership", "leaseMs")?
+                .map(|n| floor_u64(n).clamp(crate::owner::MIN_LEASE_MS, crate::owner::MAX_LEASE_MS)),
+            completion_retry_ms: (retry_ms("firstMs")?, retry_ms("maxMs")?, retry_ms("expireMs")?),
         })
     }
 }
@@ -150,6 +165,9 @@ fn with_settings(config: &Value, s: Settings, contract: Contract) -> Result<Conf
     if let Some(v) = s.max_chain_turns {
         c.max_chain_turns = v;
     }
+    let (first, max, expire) = s.completion_retry_ms;
+    let current = c.completion_retry_ms;
+    c.completion_retry_ms = (first.unwrap_or(current.0), max.unwrap_or(current.1), expire.unwrap_or(current.2));
     c.deprecated = deprecated_in(config);
     c.settings = s;
     Ok(c)

@@ -44,3 +44,18 @@ fn set_config_without_settings_keeps_the_ones_in_force() {
     let reset = next_config(&first, &Value::Null, Some(&Value::Null)).unwrap();
     assert_eq!(reset.max_chain_turns, 20);
 }
+
+#[test]
+fn the_lease_length_defaults_to_30_s_and_is_clamped_to_a_second_through_a_day() {
+    let length = |c: Config| crate::owner::lease_ms(&c);
+    let lease = |v: Value| length(effective_config(&Value::Null, &json!({"ownership": {"leaseMs": v}}), None).unwrap());
+    assert_eq!(length(effective_config(&Value::Null, &Value::Null, None).unwrap()), 30_000);
+    assert_eq!(lease(json!(4500.7)), 4500);
+    assert_eq!(lease(json!(10)), 1000);
+    assert_eq!(lease(json!(1e18)), 86_400_000);
+    let e = Settings::from_json(&json!({"ownership": {"leaseMs": "30s"}})).unwrap_err();
+    assert_eq!(e.message(), "invalid settings: settings.ownership.leaseMs must be a non-negative number");
+    // not a gateway key: the gateway config's session.ownership is ignored like any unknown key
+    let c = effective_config(&json!({"session": {"ownership": {"leaseMs": 5000}}}), &Value::Null, None).unwrap();
+    assert_eq!(length(c), 30_000);
+}

@@ -41,6 +41,8 @@ function acksOf(lines) {
   const msgs = new Map()
   const upserts = new Map()
   const errors = []
+  const yields = []
+  const cancels = []
   let runs = 0
   for (const l of lines) {
     const p = l.split(' ')
@@ -48,10 +50,12 @@ function acksOf(lines) {
       if (!msgs.has(p[2])) msgs.set(p[2], [])
       msgs.get(p[2]).push(p[3])
     } else if (p[0] === 'ACK' && p[1] === 'upsert') upserts.set(p[2], Number(p[3]))
+    else if (p[0] === 'ACK' && p[1] === 'yield') yields.push(p[2])
+    else if (p[0] === 'ACK' && p[1] === 'cancel') cancels.push(p[2])
     else if (p[0] === 'ACK') runs++
     else if (p[0] === 'ERR') errors.push(l)
   }
-  return { msgs, upserts, errors, runs }
+  return { msgs, upserts, errors, runs, yields, cancels }
 }
 
 /** Reads the file directly, in a child process (see inspect.cjs): integrity, the messages of
@@ -81,9 +85,11 @@ async function reopenAndSettle(db, seen) {
       scalars: {
         pending: "SELECT count(*) FROM outbox WHERE status = 'pending'",
         running: "SELECT count(*) FROM runs WHERE status = 'running'",
+        // a yield resumes once its children have delivered
+        waiting: "SELECT count(*) FROM yields WHERE status <> 'resumed'",
       },
     })
-    if (scalars.pending === 0 && scalars.running === 0) {
+    if (scalars.pending === 0 && scalars.running === 0 && scalars.waiting === 0) {
       settled = true
       break
     }
@@ -117,6 +123,8 @@ export async function crashLoop({ db, iterations, log = () => {} }) {
   const stateDir = stateFolder(path.dirname(db), IMPORT_SESSIONS, IMPORT_MESSAGES)
   const violations = []
   const announceKeys = []
+  const yielded = []
+  const cancelled = []
   let kills = 0
   let acked = 0
   for (let i = 0; i < iterations; i++) {
@@ -145,6 +153,8 @@ export async function crashLoop({ db, iterations, log = () => {} }) {
       acked++
     }
     acked += a.runs
+    yielded.push(...a.yields)
+    cancelled.push(...a.cancels)
     // every few kills, a fresh process reopens the file: recovery must end every run and
     // settle every announce
     if (i % 5 === 4 || i === iterations - 1) {
@@ -178,11 +188,26 @@ export async function crashLoop({ db, iterations, log = () => {} }) {
     },
   }).scalars
   const { pendingAnnounces, stillRunning, subagents } = end
+  // every acknowledged yield is stored and was resumed; every acknowledged cancel stayed
+  // cancelled and its child never reached the outbox
+  const ids = cancelled.map((t) => `'${t.replace(/[^0-9a-f-]/g, '')}'`).join(',') || "''"
+  const y = inspect(db, {
+    scalars: {
+      yields: 'SELECT count(*) FROM yields',
+      openYields: "SELECT count(*) FROM yields WHERE status <> 'resumed'",
+      cancelledTasks: `SELECT count(*) FROM task_runs WHERE status = 'cancelled' AND task_id IN (${ids})`,
+      announcedCancelled: `SELECT count(*) FROM task_runs t JOIN subagent_runs s ON s.run_id = t.run_id JOIN outbox o ON o.idempotency_key = json_extract(s.record, '$.announce.idempotencyKey') WHERE t.task_id IN (${ids})`,
+    },
+  }).scalars
+  if (y.yields < yielded.length) violations.push(`${yielded.length} yields acknowledged, ${y.yields} stored`)
+  if (y.openYields) violations.push(`${y.openYields} yields never resumed`)
+  if (y.cancelledTasks !== cancelled.length) violations.push(`${cancelled.length} cancels acknowledged, ${y.cancelledTasks} tasks cancelled`)
+  if (y.announcedCancelled) violations.push(`${y.announcedCancelled} cancelled children reached the outbox`)
   if (pendingAnnounces) violations.push(`${pendingAnnounces} sub-agent announces still pending at the end`)
   if (stillRunning) violations.push(`${stillRunning} runs still marked running at the end`)
   const dup = announceKeys.length - new Set(announceKeys).size
   if (dup) violations.push(`${dup} announces seen twice by the reopening host under one key`)
-  return { iterations, kills, acked, subagents, violations }
+  return { iterations, kills, acked, subagents, yields: yielded.length, cancels: cancelled.length, violations }
 }
 
 /** `procs` processes × 2 stores each writing one file for `seconds`, readers alongside. */

@@ -73,6 +73,8 @@ pub struct AgentConfig {
     /// `agentRuntime` / `runtime` id configured for the agent
     pub runtime: Option<String>,
     pub sandbox_visibility: Option<Visibility>,
+    /// 2026.9 `subagents.requireAgentId` of this agent, when given
+    pub require_agent_id: Option<bool>,
 }
 
 /// `agents.defaults.subagents`.
@@ -94,6 +96,8 @@ pub struct SubagentDefaults {
     pub max_concurrent: u32,
     /// `allowAgents` of the defaults (2026.9 falls back to it when the agent has none)
     pub allow_agents: Option<Vec<String>>,
+    /// 2026.9 `requireAgentId` of the defaults (false)
+    pub require_agent_id: bool,
 }
 
 impl SubagentDefaults {
@@ -107,6 +111,7 @@ impl SubagentDefaults {
             max_children_per_agent: rules.max_children_default,
             max_concurrent: rules.max_concurrent_default,
             allow_agents: None,
+            require_agent_id: false,
         }
     }
 }
@@ -145,6 +150,7 @@ pub(super) fn read_subagent_defaults(sub: &Section<'_>, rules: &Rules) -> Result
         max_children_per_agent,
         max_concurrent,
         allow_agents: sub.strings("allowAgents")?,
+        require_agent_id: sub.boolean("requireAgentId")? == Some(true),
     })
 }
 
@@ -196,6 +202,7 @@ fn read_agent(entry: &Section<'_>, id: &str) -> Result<AgentConfig> {
         model: entry.model("model")?,
         runtime,
         sandbox_visibility: read_visibility(&entry.section("sandbox")?)?,
+        require_agent_id: subagents.boolean("requireAgentId")?,
     })
 }
 

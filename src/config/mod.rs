@@ -67,6 +67,9 @@ pub struct Config {
     pub outbox_max_attempts: u32,
     /// `session.outbox.backoffMs`, default 1000
     pub outbox_backoff_ms: u64,
+    /// 2026.9: `session.outbox.completionRetry.{firstMs, maxMs, expireMs}`, the retry window
+    /// of a sub-agent completion (default 15 s, 5 min, 30 min)
+    pub completion_retry_ms: (u64, u64, u64),
     /// keys of the gateway config that moved to our settings and are still there
     /// ([`crate::settings::effective_config`])
     pub deprecated: Vec<crate::settings::Deprecated>,
@@ -134,6 +137,12 @@ impl Config {
         let outbox = session.section("outbox")?;
         let outbox_max_attempts = outbox.number("maxAttempts")?.map_or(5, |n| floor_u32(n).max(1));
         let outbox_backoff_ms = outbox.number("backoffMs")?.map_or(1000, floor_u64);
+        let retry = outbox.section("completionRetry")?;
+        let completion_retry_ms = (
+            retry.number("firstMs")?.map_or(15_000, floor_u64),
+            retry.number("maxMs")?.map_or(300_000, floor_u64),
+            retry.number("expireMs")?.map_or(1_800_000, floor_u64),
+        );
 
         let tools = root.section("tools")?;
         let a2a_tools = tools.section("agentToAgent")?;
@@ -190,6 +199,7 @@ impl Config {
             history_redact_patterns,
             outbox_max_attempts,
             outbox_backoff_ms,
+            completion_retry_ms,
             deprecated: Vec::new(),
             settings: Default::default(),
             key_model,

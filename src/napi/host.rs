@@ -188,6 +188,7 @@ pub struct Callbacks {
     deliver: Option<Callback<JsonArg>>,
     on_event: Option<Callback<JsonArg>>,
     steer: Option<Callback<SteerArgs>>,
+    abort_run: Option<Callback<SteerArgs>>,
     keep_alive: Option<KeepAlive>,
 }
 
@@ -204,6 +205,7 @@ impl Callbacks {
             deliver: None,
             on_event: None,
             steer: None,
+            abort_run: None,
             keep_alive: Some(KeepAlive::new(env)?),
         };
         let func = |name: &str| get(name).filter(|v| v.get_type().ok() == Some(ValueType::Function));
@@ -219,6 +221,9 @@ impl Callbacks {
         if let Some(f) = func("steer") {
             c.steer = Some(weak(env, f)?);
         }
+        if let Some(f) = func("abortRun") {
+            c.abort_run = Some(weak(env, f)?);
+        }
         Ok(c)
     }
 }
@@ -228,6 +233,7 @@ pub struct JsHost {
     run_agent: Option<Arc<Callback<JsonArg>>>,
     deliver: Option<Arc<Callback<JsonArg>>>,
     steer: Option<Arc<Callback<SteerArgs>>>,
+    abort_run: Option<Arc<Callback<SteerArgs>>>,
     events: Option<mpsc::UnboundedSender<Value>>,
     keep_alive: Option<Arc<KeepAlive>>,
     closed: std::sync::atomic::AtomicBool,
@@ -257,6 +263,7 @@ impl JsHost {
             run_agent: c.run_agent.map(Arc::new),
             deliver: c.deliver.map(Arc::new),
             steer: c.steer.map(Arc::new),
+            abort_run: c.abort_run.map(Arc::new),
             events,
             keep_alive: c.keep_alive.map(Arc::new),
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -299,6 +306,16 @@ impl Host for JsHost {
     }
     fn can_steer(&self) -> bool {
         self.steer.is_some()
+    }
+    fn abort_run(&self, run_id: String, reason: String) -> HostFuture<bool> {
+        let f = self.abort_run.clone();
+        Box::pin(async move {
+            let Some(f) = f else { return Ok(false) };
+            Ok(call(&f, FnArgs::from((run_id, reason))).await? == Value::Bool(true))
+        })
+    }
+    fn can_abort(&self) -> bool {
+        self.abort_run.is_some()
     }
     fn busy(&self, on: bool) {
         use std::sync::atomic::Ordering;

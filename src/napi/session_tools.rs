@@ -76,7 +76,7 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
         contract,
     )?;
     let mut functions = Vec::new();
-    for name in ["runAgent", "deliver", "onEvent", "steer"] {
+    for name in ["runAgent", "deliver", "onEvent", "steer", "abortRun"] {
         if let Some(v) = get(name)? {
             let t = v.get_type().map_err(|e| bad(e.reason.clone()))?;
             if t != ValueType::Function && t != ValueType::Null {
@@ -496,7 +496,7 @@ impl SessionTools {
     #[napi(ts_args_type = "ctx?: ToolContext", ts_return_type = "ToolDefinition[]")]
     pub fn tool_definitions<'env>(&self, env: &'env Env, ctx: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
         let ctx = to_json(env, ctx, "ctx").and_then(|c| ToolContext::from_json(&c)).map_err(|e| js_error(env, &e))?;
-        let defs = Value::Array(tools::definitions_for(self.engine.config().rules(), &ctx));
+        let defs = Value::Array(tools::definitions_for(&self.engine, &ctx));
         from_json_text(env, &defs.to_string())
     }
 
@@ -523,7 +523,7 @@ impl SessionTools {
         let parsed = ToolContext::from_json(&ctx_json).map_err(|e| js_error(env, &e))?;
         let config = self.engine.config();
         let rules = config.rules();
-        let offered = tools::available(&parsed);
+        let offered = tools::available(&self.engine, &parsed);
         let mut arr = env.create_array(offered.len() as u32)?;
         for (i, tool) in offered.into_iter().enumerate() {
             let obj_val = from_json_text(env, &tools::definition_for(rules, tool).to_string())?;

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::state::Orchestrator;
 use super::task::blocking;
-use super::{send, spawn, subagents};
+use super::{send, spawn, subagents, tasks, yields};
+use crate::contract::Contract;
 use crate::error::{Error, Result};
 use crate::tools::{self, Tool, ToolContext};
 
@@ -20,6 +21,9 @@ impl Orchestrator {
             return Err(Error::closed());
         }
         let details = match tool {
+            Tool::SessionsSend if self.engine.config().contract == Contract::V2026_9 => {
+                send::v9::run(self, &params, &ToolContext::from_json(&ctx)?).await
+            }
             Tool::SessionsSend => {
                 let ctx = ToolContext::from_json(&ctx)?;
                 let (e, c) = (self.engine.clone(), ctx.clone());
@@ -35,6 +39,12 @@ impl Orchestrator {
                     Err(refused) => refused.into_payload(),
                 }
             }
+            // 2026.9 tools: under 2026.1 they are unknown tools
+            Tool::SessionsYield | Tool::Subagents if !tool.in_contract(self.engine.config().contract) => {
+                return Err(Error::invalid_request(format!("unknown tool: {}", tool.name())));
+            }
+            Tool::SessionsYield => yields::run(self, &params, &ToolContext::from_json(&ctx)?, &ctx).await,
+            Tool::Subagents => tasks::run(self, &params, &ToolContext::from_json(&ctx)?).await,
             Tool::SessionsList | Tool::SessionsHistory | Tool::AgentsList => {
                 let e = self.engine.clone();
                 return blocking(move || tools::run(&e, tool, &params, &ctx, wrap)).await;

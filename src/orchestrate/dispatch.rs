@@ -4,8 +4,9 @@
 use super::outbox::{Attempt, AttemptFuture, Dispatcher, OutboxRow, A2A_ANNOUNCE, SUBAGENT_ANNOUNCE};
 use super::state::Orchestrator;
 use super::task::BusyGuard;
-use super::{delivery, subagents};
+use super::{delivery, subagents, tasks, yields};
 use crate::host::Event;
+use serde_json::Value;
 
 impl Dispatcher for Orchestrator {
     fn attempt(&self, row: OutboxRow) -> AttemptFuture {
@@ -26,6 +27,18 @@ impl Dispatcher for Orchestrator {
         if row.kind == SUBAGENT_ANNOUNCE {
             if let Some(this) = self.me() {
                 subagents::announce_settled(&this, row, status, attempts, error);
+                // the task ledger keeps the completion's outcome; a yield of the requester
+                // may be waiting for it
+                let (o, requester, status) = (this.clone(), row.session_key.clone(), status.to_owned());
+                let run_id = row.payload.get("runId").and_then(Value::as_str).map(str::to_owned);
+                this.spawn_busy(async move {
+                    if let Some(run_id) = run_id {
+                        tasks::completion_settled(&o, &run_id, &status).await;
+                    }
+                    if let Some(requester) = requester {
+                        yields::check(&o, &requester).await;
+                    }
+                });
             }
         }
     }

@@ -1,13 +1,12 @@
 //! Opening, starting and closing an [`Orchestrator`]: the open sequence (the store, the engine
-//! with its mirror folder, recovery of the runs and sub-agents a dead process left, the outbox
-//! worker and the sweeper), and the orderly close.
+//! with its mirror folder, the lease and the takeover of what gone owners left, recovery of the
+//! sub-agents, the outbox worker, the sweeper and the heartbeat), and the orderly close.
 
 use std::sync::{Arc, Weak};
 
 use super::outbox::Dispatcher;
 use super::state::Orchestrator;
-use super::subagents;
-use super::task::blocking;
+use super::{subagents, yields};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Error;
@@ -41,29 +40,33 @@ impl Orchestrator {
         Ok(orch)
     }
 
-    /// What a fresh open does, inside the tokio runtime: ends the runs of dead processes as
-    /// interrupted, recovers the sub-agent registry (announcing what was left unannounced),
-    /// and starts the outbox worker and the archive sweeper.
+    /// What a fresh open does, inside the tokio runtime: records this store's lease and ends
+    /// the runs of gone owners as interrupted (API.md §1.7), recovers the sub-agent registry
+    /// (announcing what was left unannounced), and starts the outbox worker, the archive
+    /// sweeper and the lease's heartbeat.
     pub async fn start(self: &Arc<Self>) -> Result<()> {
         self.report_deprecated();
-        let (e, r) = (self.engine.clone(), self.runs.clone());
-        blocking(move || r.recover(&e)).await?;
+        self.take_lease().await?;
         subagents::recover(self).await?;
+        yields::recover(self).await?;
         let me: Arc<dyn Dispatcher> = self.clone();
         let weak: Weak<dyn Dispatcher> = Arc::downgrade(&me);
         self.outbox.start(weak);
+        self.start_heartbeat();
         Ok(())
     }
     /// Stops runs, the outbox and the sweeper (in-flight runs are recorded as interrupted),
-    /// then closes the store. Idempotent. The process is no longer kept alive for them.
+    /// releases the lease, then closes the store. Idempotent. The process is no longer kept
+    /// alive for them.
     pub async fn close(self: &Arc<Self>) {
         self.host.idle();
         self.outbox.close();
         subagents::close(self);
-        let (e, r) = (self.engine.clone(), self.runs.clone());
+        let (this, e, r) = (self.clone(), self.engine.clone(), self.runs.clone());
         let _ = tokio::task::spawn_blocking(move || {
             if !e.store().is_closed() {
                 r.close(&e);
+                this.release_lease();
             }
             e.store().close();
         })

@@ -7,17 +7,22 @@
 //! Read bottom up: `task` (blocking jobs, busy guard, chain ids), the pure helpers (`prompts`,
 //! `reply`, `stats`, `thinking`, `announce_target`), the registries (`runs`, `outbox`), the
 //! state (`state`), the one send-policy check (`delivery`), the flows (`send`, `spawn`,
-//! `subagents`) and the entry points (`lifecycle`, `api`, `dispatch`). This file only lists
+//! `subagents`), the lease at work (`ownership`) and the entry points (`lifecycle`, `api`,
+//! `dispatch`). This file only lists
 //! them: no lower module imports it.
 
 pub mod announce_target;
 pub mod api;
+pub mod completion9;
 pub mod delivery;
 pub mod dispatch;
 pub mod lifecycle;
 pub mod outbox;
+pub mod ownership;
 pub mod prompts;
+pub mod prompts9;
 pub mod reply;
+pub mod retry9;
 pub mod runs;
 pub mod send;
 pub mod spawn;
@@ -25,7 +30,10 @@ pub mod state;
 pub mod stats;
 pub mod subagents;
 pub mod task;
+pub mod task_list;
+pub mod tasks;
 pub mod thinking;
+pub mod yields;
 
 #[cfg(test)]
 mod tests;

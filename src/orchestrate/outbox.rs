@@ -1,8 +1,10 @@
 //! The outbox worker (DECISIONS.md #2): every announce is recorded before it is attempted
 //! ([`Outbox::enqueue`]), then attempted by one worker per open store, retried with backoff
 //! (`session.outbox.backoffMs`, doubling, at most 60 s) up to `session.outbox.maxAttempts`
-//! tries, and resumed by the next open after a crash. One idempotency key per item, for all of
-//! its tries. What an attempt *does* is the [`Dispatcher`]'s business.
+//! tries (under the 2026.9 contract a sub-agent completion instead within its retry window,
+//! `retry9`, then blocked). A claim holds while the claimant store's lease does: a crashed or
+//! stopped store's items are taken over by another (API.md §1.7). One idempotency key per item,
+//! for all of its tries. What an attempt *does* is the [`Dispatcher`]'s business.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -11,11 +13,14 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+use super::retry9::RetryWindow;
 use super::task::blocking;
+use crate::contract::Contract;
 use crate::engine::Engine;
 use crate::entry;
 use crate::error::{Error, Result};
 use crate::host::Event;
+use crate::owner::Lease;
 pub use crate::store::outbox::OutboxRow;
 
 /// The outbox kind of an agent-to-agent announce (a `deliver` call).
@@ -23,8 +28,9 @@ pub const A2A_ANNOUNCE: &str = "a2a_announce";
 /// The outbox kind of a sub-agent announce (a run on the requester with `deliver: true`).
 pub const SUBAGENT_ANNOUNCE: &str = "subagent_announce";
 
-/// A claim lasts this long; a claimant that dies is noticed sooner (its process is gone).
-const LEASE_MS: i64 = 15 * 60 * 1000;
+/// An attempt of this store that has not ended after this long is tried again by it (another
+/// owner takes a claim over only when this store's lease is gone: API.md §1.7).
+const ATTEMPT_MS: i64 = 15 * 60 * 1000;
 /// How often the worker looks for items another process recorded.
 const POLL_MS: i64 = 5_000;
 /// Items claimed per pass.
@@ -67,17 +73,18 @@ pub fn backoff_after(n: u32, backoff_ms: u64) -> u64 {
 
 pub struct Outbox {
     engine: Arc<Engine>,
-    owner: String,
+    /// the store's lease: claims name it, and are read against its clock
+    lease: Arc<Lease>,
     wake: Notify,
     closed: AtomicBool,
     dispatcher: OnceLock<Weak<dyn Dispatcher>>,
 }
 
 impl Outbox {
-    pub fn new(engine: Arc<Engine>) -> Arc<Outbox> {
+    pub fn new(engine: Arc<Engine>, lease: Arc<Lease>) -> Arc<Outbox> {
         Arc::new(Outbox {
             engine,
-            owner: crate::owner::new_owner(),
+            lease,
             wake: Notify::new(),
             closed: AtomicBool::new(false),
             dispatcher: OnceLock::new(),
@@ -96,7 +103,7 @@ impl Outbox {
         let added = self
             .engine
             .store()
-            .write(|db| db.insert_outbox(idempotency_key, kind, session_key, payload, entry::now_ms()))?;
+            .write(|db| db.insert_outbox(idempotency_key, kind, session_key, payload, self.lease.now()))?;
         self.wake.notify_one();
         Ok(added)
     }
@@ -115,7 +122,11 @@ impl Outbox {
     /// the next open, with the same key). Idempotent.
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        crate::owner::retire(&self.owner);
+        self.wake.notify_one();
+    }
+
+    /// Wakes the worker for a pass now (claims another owner left may be free).
+    pub fn wake(&self) {
         self.wake.notify_one();
     }
 
@@ -128,12 +139,10 @@ impl Outbox {
             if self.closed.load(Ordering::SeqCst) || self.dispatcher().is_none() {
                 return;
             }
-            let (e, owner) = (self.engine.clone(), self.owner.clone());
+            let (e, lease) = (self.engine.clone(), self.lease.clone());
             let kinds = self.dispatcher().map(|d| d.kinds()).unwrap_or([None, None]);
             let claimed = blocking(move || {
-                e.store().write(|db| {
-                    db.claim_outbox(&owner, kinds, entry::now_ms(), LEASE_MS, BATCH, crate::owner::is_alive)
-                })
+                e.store().write(|db| db.claim_outbox(lease.id(), kinds, lease.now(), ATTEMPT_MS, BATCH))
             })
             .await;
             match claimed {
@@ -152,10 +161,10 @@ impl Outbox {
                     }
                 }
             }
-            let e = self.engine.clone();
-            let next = blocking(move || e.store().read(|db| db.outbox_next_unclaimed(entry::now_ms()))).await;
+            let (e, lease) = (self.engine.clone(), self.lease.clone());
+            let next = blocking(move || e.store().read(|db| db.outbox_next_claimable(lease.id(), lease.now()))).await;
             let wait = match next {
-                Ok(Some(due)) => (due - entry::now_ms()).clamp(0, POLL_MS),
+                Ok(Some(due)) => (due - self.lease.now()).clamp(0, POLL_MS),
                 _ => POLL_MS,
             };
             // an item due now but not claimable (held by a live process) must not spin the loop
@@ -175,11 +184,21 @@ impl Outbox {
         }
         let cfg = self.engine.config();
         let tries = row.attempts + 1;
-        let now = entry::now_ms();
+        let now = self.lease.now();
         let (status, next, error) = match &outcome {
             Attempt::Delivered => ("delivered", now, None),
             Attempt::Skipped(why) => ("skipped", now, Some(why.clone())),
             Attempt::Failed(why) => ("failed", now, Some(why.clone())),
+            // 2026.9: a completion is retried within its window, then blocked
+            Attempt::Retry(why) if row.kind == SUBAGENT_ANNOUNCE && cfg.contract == Contract::V2026_9 => {
+                let (first_ms, max_ms, expire_ms) = cfg.completion_retry_ms;
+                let window = RetryWindow { first_ms, max_ms, expire_ms };
+                let jitter = f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 255.0;
+                match window.next_attempt(tries, row.created_at, now, jitter) {
+                    Some(at) => ("pending", at, Some(why.clone())),
+                    None => ("failed", now, Some(why.clone())),
+                }
+            }
             Attempt::Retry(why) if tries >= cfg.outbox_max_attempts => ("failed", now, Some(why.clone())),
             Attempt::Retry(why) => {
                 ("pending", now + backoff_after(tries, cfg.outbox_backoff_ms) as i64, Some(why.clone()))

@@ -21,9 +21,13 @@ use crate::error::Result;
 use crate::host::{Lane, RunOptions};
 use crate::tools::send::chain_limit_text;
 use crate::tools::spawn::{self as tool, SpawnRequest};
+use crate::tools::spawn9;
 use crate::tools::{refusal, ToolContext};
 
 pub use crate::tools::spawn::FROM_SUBAGENT;
+
+/// The most messages of the requester's transcript a forked child starts with (a history page).
+const FORK_MESSAGES: u32 = 1000;
 
 /// The tool after its parameters are read: the payload the model sees.
 pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolContext) -> Result<Value> {
@@ -40,6 +44,10 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         target_agent,
         model,
         thinking,
+        task_name,
+        v9,
+        fork,
+        expects_completion,
     } = request;
     // DECISIONS.md #5: at most maxActive running children per requester. The check and the
     // registration below are one step for this store: concurrent spawns wait here, so each one
@@ -47,7 +55,22 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     let _gate = orch.subagents().spawn_gate.lock().await;
     let (o, k) = (orch.clone(), requester_key.clone());
     let active = blocking(move || subagents::running_count(&o, &k)).await?;
-    if active >= u64::from(cfg.subagents.max_active) {
+    // 2026.9: the depth of the requester in the stored lineage, and maxChildrenPerAgent
+    let max_children = if v9 { cfg.subagents.max_children_per_agent } else { cfg.subagents.max_active };
+    let depth = if v9 {
+        let (e, k) = (orch.engine().clone(), requester_key.clone());
+        let depth = blocking(move || e.store().read(|db| db.spawn_depth(&k))).await?;
+        if let Some(text) = spawn9::depth_refusal(depth, cfg.subagents.max_spawn_depth) {
+            return Ok(refusal("forbidden", text));
+        }
+        if let Some(text) = spawn9::children_refusal(active, max_children) {
+            return Ok(refusal("forbidden", text));
+        }
+        depth
+    } else {
+        0
+    };
+    if active >= u64::from(max_children) {
         return Ok(tool::too_many_children(active));
     }
     if !orch.host().can_run() {
@@ -68,12 +91,39 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     if let Some(m) = &model {
         patch.insert("model".into(), Value::from(m.clone()));
     }
+    if v9 {
+        // the lineage 2026.9 reads depth from, and the child's role by it
+        let child_depth = depth + 1;
+        let role = if child_depth < cfg.subagents.max_spawn_depth { "orchestrator" } else { "leaf" };
+        patch.insert("spawnDepth".into(), child_depth.into());
+        patch.insert("subagentRole".into(), role.into());
+    }
     let (e, ck) = (orch.engine().clone(), child_key.clone());
     if let Err(err) = blocking(move || e.upsert_session(&Value::from(ck), &Value::Object(patch))).await {
         if matches!(err.code(), crate::error::ErrorCode::Closed) {
             return Err(err);
         }
         return Ok(tool::failed(&child_key, err.message()));
+    }
+    // 2026.9 `context: "fork"`: the child starts with a copy of the requester's transcript
+    if fork {
+        let (e, from, to) = (orch.engine().clone(), requester_key.clone(), child_key.clone());
+        let copied = blocking(move || {
+            let (_, _, page) = e.chat_history(&Value::from(from), &json!({"limit": FORK_MESSAGES}))?;
+            let messages: Vec<Value> =
+                page.messages.iter().filter_map(|m| serde_json::from_str(&m.json).ok()).collect();
+            if !messages.is_empty() {
+                e.append_messages(&Value::from(to), &Value::Array(messages))?;
+            }
+            Ok(())
+        })
+        .await;
+        if let Err(err) = copied {
+            if matches!(err.code(), crate::error::ErrorCode::Closed) {
+                return Err(err);
+            }
+            return Ok(tool::failed(&child_key, err.message()));
+        }
     }
     // 12. the child's system prompt
     let system_prompt = prompts::subagent_system_prompt(
@@ -106,11 +156,12 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     };
     // The maxActive check again, in the same write as the run is recorded: the one above does
     // not see children another store on this file is spawning at the same moment.
-    let cap = ChildCap { requester_key: requester_key.clone(), max_active: cfg.subagents.max_active };
+    let cap = ChildCap { requester_key: requester_key.clone(), max_active: max_children };
     let (e, h, r) = (orch.engine().clone(), orch.host().clone(), orch.runs().clone());
     let refused = match blocking(move || r.start_capped(e, h, spec, &cap)).await? {
         Admission::Started(run_id) => Ok(run_id),
         Admission::ChainFull => Err(chain_limit_text(cfg.max_chain_turns)),
+        Admission::TooManyChildren(n) if v9 => Err(spawn9::children_refusal(n, max_children).unwrap_or_default()),
         Admission::TooManyChildren(n) => Err(format!("Too many active sub-agents ({n}); wait for one to finish.")),
     };
     let run_id = match refused {
@@ -138,7 +189,8 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         ended_at: None,
         outcome: None,
         announce: subagents::AnnounceState {
-            status: "pending".into(),
+            // 2026.9 `expectsCompletionMessage: false`: nothing is handed over
+            status: if expects_completion { "pending" } else { "skipped" }.into(),
             attempts: 0,
             idempotency_key: uuid::Uuid::new_v4().to_string(),
         },
@@ -147,9 +199,25 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     };
     subagents::register(orch, record).await?;
     // 15.
+    if v9 {
+        let resolved = model.as_deref().and_then(|m| cfg.models.resolve(m)).map(|r| (r.model, r.provider));
+        return Ok(tool::accepted_2026_9(
+            child_key,
+            run_id,
+            fork,
+            expects_completion,
+            task_name,
+            resolved,
+            model.is_some(),
+        ));
+    }
     Ok(tool::accepted(child_key, run_id, model.is_some()))
 }
 
 #[cfg(test)]
 #[path = "spawn_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "spawn9_tests.rs"]
+mod tests9;

@@ -1,5 +1,5 @@
-//! The [`Orchestrator`]: one open store's conductor state (the engine, the host, the run
-//! registry, the outbox and the sub-agent registry) and its accessors.
+//! The [`Orchestrator`]: one open store's conductor state (the engine, the host, the store's
+//! lease, the run registry, the outbox and the sub-agent registry) and its accessors.
 //!
 //! Only state lives here: what is done with it lives in the modules that use it (`lifecycle`,
 //! `api`, `dispatch`, `send`, `spawn`, `subagents`). It never imports those modules.
@@ -7,6 +7,7 @@
 use std::sync::{Arc, Weak};
 
 use serde_json::Value;
+use tokio::sync::Notify;
 
 use super::outbox::Outbox;
 use super::runs::Runs;
@@ -15,10 +16,15 @@ use super::task::BusyGuard;
 use crate::engine::Engine;
 use crate::entry;
 use crate::host::{Event, Host};
+use crate::owner::Lease;
 
 pub struct Orchestrator {
     pub(super) engine: Arc<Engine>,
     pub(super) host: Arc<dyn Host>,
+    /// the owner this store's runs and claims name (API.md §1.7)
+    pub(super) lease: Arc<Lease>,
+    /// stops the lease's heartbeat
+    pub(super) heartbeat: Arc<Notify>,
     pub(super) runs: Arc<Runs>,
     pub(super) outbox: Arc<Outbox>,
     pub(super) subagents: Registry,
@@ -27,11 +33,19 @@ pub struct Orchestrator {
 
 impl Orchestrator {
     pub fn new(engine: Arc<Engine>, host: Arc<dyn Host>) -> Arc<Orchestrator> {
-        let outbox = Outbox::new(engine.clone());
+        Orchestrator::with_lease(engine, host, Lease::detect())
+    }
+
+    /// As [`Orchestrator::new`], with a given lease (a test's host identity or clock).
+    pub fn with_lease(engine: Arc<Engine>, host: Arc<dyn Host>, lease: Lease) -> Arc<Orchestrator> {
+        let lease = Arc::new(lease);
+        let outbox = Outbox::new(engine.clone(), lease.clone());
         Arc::new_cyclic(|me| Orchestrator {
             engine,
             host,
-            runs: Arc::new(Runs::default()),
+            runs: Arc::new(Runs::new(lease.id().to_owned())),
+            lease,
+            heartbeat: Arc::new(Notify::new()),
             outbox,
             subagents: Registry::default(),
             me: me.clone(),
@@ -48,6 +62,9 @@ impl Orchestrator {
     }
     pub fn host(&self) -> &Arc<dyn Host> {
         &self.host
+    }
+    pub fn lease(&self) -> &Arc<Lease> {
+        &self.lease
     }
     pub fn runs(&self) -> &Arc<Runs> {
         &self.runs

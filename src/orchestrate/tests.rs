@@ -121,19 +121,17 @@ async fn an_item_left_pending_by_a_closed_store_is_delivered_by_the_next_open_wi
 }
 
 #[test]
-fn a_claim_held_by_a_live_owner_is_left_alone_and_a_dead_owners_claim_is_taken_over() {
+fn only_the_kinds_a_store_can_attempt_are_claimed_and_a_live_owners_claim_is_left_alone() {
     const K: [Option<&str>; 2] = [Some(A2A_ANNOUNCE), None];
     let store = Store::open(":memory:").unwrap();
+    let (a, b) = (crate::owner::Lease::detect(), crate::owner::Lease::detect());
     store.write(|db| db.insert_outbox("k", A2A_ANNOUNCE, None, &json!({}), 0)).unwrap();
+    store.write(|db| a.acquire(db, 60_000)).unwrap();
     let other_kind =
-        store.write(|db| db.claim_outbox("1:alive", [None, Some(SUBAGENT_ANNOUNCE)], 10, 1000, 8, |_| true)).unwrap();
+        store.write(|db| db.claim_outbox(a.id(), [None, Some(SUBAGENT_ANNOUNCE)], a.now(), 1000, 8)).unwrap();
     assert!(other_kind.is_empty(), "only the kinds a process can attempt are claimed");
-    let a = store.write(|db| db.claim_outbox("1:alive", K, 10, 1000, 8, |_| true)).unwrap();
-    assert_eq!(a.len(), 1);
-    let b = store.write(|db| db.claim_outbox("2:other", K, 20, 1000, 8, |_| true)).unwrap();
-    assert!(b.is_empty(), "a live claim is respected");
-    let c = store.write(|db| db.claim_outbox("2:other", K, 20, 1000, 8, |o| o != "1:alive")).unwrap();
-    assert_eq!(c.len(), 1, "the claim of a dead owner is taken over");
-    let d = store.write(|db| db.claim_outbox("3:third", K, 5000, 1000, 8, |_| true)).unwrap();
-    assert_eq!(d.len(), 1, "a lapsed lease is taken over");
+    assert_eq!(store.write(|db| db.claim_outbox(a.id(), K, a.now(), 1000, 8)).unwrap().len(), 1);
+    assert!(store.write(|db| db.claim_outbox(b.id(), K, b.now(), 1000, 8)).unwrap().is_empty(), "a live claim");
+    store.write(|db| a.release(db)).unwrap();
+    assert_eq!(store.write(|db| db.claim_outbox(b.id(), K, b.now(), 1000, 8)).unwrap().len(), 1, "released");
 }

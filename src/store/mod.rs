@@ -15,14 +15,17 @@ pub mod inventory;
 pub mod oc9_read;
 pub mod oc9_write;
 pub mod outbox;
+pub mod owners;
 pub mod runs;
 mod schema;
 pub mod sessions;
 pub mod subagents;
+pub mod tasks;
 pub mod tasks9;
 pub mod transcripts;
 mod wal;
 pub mod windows;
+pub mod yields;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -1,6 +1,7 @@
 //! The outbox (DECISIONS.md #2): every announce is a row before it is attempted. A row is
-//! claimed by one process instance at a time (a lease that lapses, or whose owner died), and
-//! keeps one idempotency key for all of its tries.
+//! claimed by one owner at a time: the claim holds while the claimant's lease in `owners` has
+//! not expired (API.md §1.7), the claim and its check are one write transaction; a row keeps one
+//! idempotency key for all of its tries.
 
 use rusqlite::{params, OptionalExtension, Row};
 use serde_json::Value;
@@ -22,12 +23,35 @@ pub struct OutboxRow {
     pub attempts: u32,
     pub next_attempt_at: i64,
     pub last_error: Option<String>,
+    /// when the item was recorded (ms): a completion's retry window starts here
+    pub created_at: i64,
 }
 
 /// The columns [`row`] reads, as a literal so that every statement stays one constant string.
 macro_rules! columns {
     () => {
-        "id, idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, last_error, owner, lease_until"
+        "id, idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, last_error, owner, lease_until, \
+         created_at"
+    };
+}
+
+/// Whether a row is claimable by the owner bound at `$me` at the time bound at `$now` (see
+/// [`Db::claim_outbox`]); one literal shared by the claim and the next-due query, so that they
+/// never disagree.
+macro_rules! claimable {
+    ($now:literal, $me:literal) => {
+        concat!(
+            "(owner IS NULL OR (owner = ",
+            $me,
+            " AND (lease_until IS NULL OR lease_until <= ",
+            $now,
+            "))",
+            " OR (owner <> ",
+            $me,
+            " AND owner NOT IN (SELECT owner_id FROM owners WHERE expires_at > ",
+            $now,
+            ")))"
+        )
     };
 }
 
@@ -44,6 +68,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<(OutboxRow, Option<String>, Option<i64>)
             attempts: r.get::<_, i64>(6)?.max(0) as u32,
             next_attempt_at: r.get(7)?,
             last_error: r.get(8)?,
+            created_at: r.get(11)?,
         },
         r.get(9)?,
         r.get(10)?,
@@ -74,28 +99,31 @@ impl Db<'_> {
     }
 
     /// Claims up to `limit` due pending items of the given kinds (at most two; a process
-    /// claims only what its callbacks can attempt) for `owner` until `now + lease_ms`: items
-    /// whose earlier claim lapsed, or whose claimant `is_alive` says is gone, are claimed again.
+    /// claims only what its callbacks can attempt) for `owner` at `now`. An item is claimable
+    /// when nobody claimed it, when its claimant holds no lease at `now` (no row in `owners`,
+    /// or an expired one), or when it is `owner`'s own claim whose attempt deadline passed (an
+    /// attempt of its own that never ended); a claim records `now + attempt_ms` as that
+    /// deadline. Call it inside a write: the check and the claim are one transaction.
     pub fn claim_outbox(
         &self,
         owner: &str,
         kinds: [Option<&str>; 2],
         now: i64,
-        lease_ms: i64,
+        attempt_ms: i64,
         limit: u32,
-        is_alive: impl Fn(&str) -> bool,
     ) -> Result<Vec<OutboxRow>> {
         let mut st = self
             .conn
             .prepare_cached(concat!(
                 "SELECT ",
                 columns!(),
-                " FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?1 AND kind IN (?3, ?4)",
+                " FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?1 AND kind IN (?3, ?4) AND ",
+                claimable!("?1", "?5"),
                 " ORDER BY next_attempt_at, id LIMIT ?2"
             ))
             .map_err(sql)?;
-        let candidates = st
-            .query_map(params![now, i64::from(limit) * 4, kinds[0], kinds[1]], row)
+        let claimed = st
+            .query_map(params![now, limit, kinds[0], kinds[1], owner], row)
             .map_err(sql)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(sql)?;
@@ -103,21 +131,9 @@ impl Db<'_> {
             .conn
             .prepare_cached("UPDATE outbox SET owner = ?2, lease_until = ?3, updated_at = ?4 WHERE id = ?1")
             .map_err(sql)?;
-        let mut out = Vec::new();
-        for (item, holder, lease) in candidates {
-            if out.len() >= limit as usize {
-                break;
-            }
-            let held = match (holder.as_deref(), lease) {
-                (Some(h), Some(until)) => until > now && h != owner && is_alive(h),
-                _ => false,
-            };
-            // an item this owner already holds is being attempted right now
-            let mine = holder.as_deref() == Some(owner) && lease.map(|l| l > now).unwrap_or(false);
-            if held || mine {
-                continue;
-            }
-            claim.execute(params![item.id, owner, now + lease_ms, now]).map_err(sql)?;
+        let mut out = Vec::with_capacity(claimed.len());
+        for (item, _, _) in claimed {
+            claim.execute(params![item.id, owner, now + attempt_ms, now]).map_err(sql)?;
             out.push(item);
         }
         Ok(out)
@@ -145,17 +161,17 @@ impl Db<'_> {
         Ok(())
     }
 
-    /// When the next pending item not under a live claim is due, if any. (Claims of dead
-    /// processes are found by the worker's periodic pass.)
-    pub fn outbox_next_unclaimed(&self, now: i64) -> Result<Option<i64>> {
+    /// When the next pending item `owner` may claim is due, if any (items under another
+    /// owner's live claim are left out: their owner attempts them).
+    pub fn outbox_next_claimable(&self, owner: &str, now: i64) -> Result<Option<i64>> {
         let mut st = self
             .conn
-            .prepare_cached(
-                "SELECT min(next_attempt_at) FROM outbox
-                 WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= ?1)",
-            )
+            .prepare_cached(concat!(
+                "SELECT min(next_attempt_at) FROM outbox WHERE status = 'pending' AND ",
+                claimable!("?1", "?2"),
+            ))
             .map_err(sql)?;
-        st.query_row([now], |r| r.get::<_, Option<i64>>(0)).map_err(sql)
+        st.query_row(params![now, owner], |r| r.get::<_, Option<i64>>(0)).map_err(sql)
     }
 
     pub fn outbox_item(&self, idempotency_key: &str) -> Result<Option<OutboxRow>> {

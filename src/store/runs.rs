@@ -1,5 +1,7 @@
 //! Run records: one row per model run the engine starts, so that `waitRun` answers for runs of
-//! an earlier process too, and a restart can tell which runs were in flight.
+//! an earlier process too, and so that the runs of an owner whose lease is gone (a crash, a
+//! kill, another host that stopped) can be told and ended. Each run names its owner
+//! (`owners.owner_id`, API.md §1.7).
 
 use rusqlite::{params, OptionalExtension};
 
@@ -45,14 +47,16 @@ impl Db<'_> {
         Ok(())
     }
 
-    /// Records how a run ended.
-    pub fn finish_run(&self, run_id: &str, status: &str, ended_at: i64, error: Option<&str>) -> Result<()> {
+    /// Records how a run ended, unless it already has (someone that took it over ended it
+    /// first: the first end stands); whether it was still running.
+    pub fn finish_run(&self, run_id: &str, status: &str, ended_at: i64, error: Option<&str>) -> Result<bool> {
         let mut st = self
             .conn
-            .prepare_cached("UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1")
+            .prepare_cached(
+                "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1 AND status = 'running'",
+            )
             .map_err(sql)?;
-        st.execute(params![run_id, status, ended_at, error]).map_err(sql)?;
-        Ok(())
+        Ok(st.execute(params![run_id, status, ended_at, error]).map_err(sql)? > 0)
     }
 
     pub fn run(&self, run_id: &str) -> Result<Option<RunRecord>> {
@@ -98,12 +102,21 @@ impl Db<'_> {
         st.query_row([session_key], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(sql)
     }
 
-    /// Every run still marked running, with its owner: `(run_id, owner)`.
-    pub fn running_runs(&self) -> Result<Vec<(String, Option<String>)>> {
-        let mut st =
-            self.conn.prepare_cached("SELECT run_id, owner FROM runs WHERE status = 'running'").map_err(sql)?;
-        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+    /// Ends with `status` and `error` every run still running whose owner holds no lease at
+    /// `now` (no owner, an owner with no row, or one whose lease expired): the takeover of a
+    /// gone owner's runs (API.md §1.7). Returns their ids.
+    pub fn end_unheld_runs(&self, now: i64, status: &str, error: &str) -> Result<Vec<String>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs SET status = ?2, ended_at = ?1, error = ?3
+                 WHERE status = 'running'
+                   AND (owner IS NULL OR owner NOT IN (SELECT owner_id FROM owners WHERE expires_at > ?1))
+                 RETURNING run_id",
+            )
+            .map_err(sql)?;
+        let rows = st.query_map(params![now, status, error], |r| r.get(0)).map_err(sql)?;
+        rows.collect::<rusqlite::Result<Vec<String>>>().map_err(sql)
     }
 
     /// Ends a run that is still running (and only then) with `status` and `error`; whether it was.

@@ -164,6 +164,59 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX sessions_by_owner_key ON sessions (owner_key) WHERE owner_key IS NOT NULL;
     CREATE INDEX messages_by_entry_id ON messages (session_id, entry_id) WHERE entry_id IS NOT NULL; -- the messageId anchor
     "#,
+    // 7: ownership by lease (API.md §1.7): runs.owner and outbox.owner name a row here; work is
+    // held while its owner's lease has not expired. It touches only its own table.
+    r#"
+    CREATE TABLE IF NOT EXISTS owners (
+        owner_id    TEXT PRIMARY KEY NOT NULL,   -- a fresh uuid per open store
+        host_id     TEXT NOT NULL,               -- processes with one host id see each other's pids
+        host_name   TEXT NOT NULL,               -- for people reading the table
+        pid         INTEGER NOT NULL,
+        started_at  INTEGER NOT NULL,            -- ms
+        expires_at  INTEGER NOT NULL             -- ms; the lease ends then unless renewed
+    );
+    "#,
+    // 8 (orch9, issue 14): the live task ledger behind the `subagents` tool: the columns are
+    // projections of `record`, the whole 2026.9 task row as camelCase JSON. IF NOT EXISTS, so its
+    // place among the migrations does not matter.
+    r#"
+    CREATE TABLE IF NOT EXISTS task_runs (
+        task_id               TEXT PRIMARY KEY NOT NULL, -- the stable id the `subagents` tool shows
+        run_id                TEXT,                      -- the run it tracks (subagent_runs.run_id)
+        runtime               TEXT NOT NULL,             -- subagent|acp|cron|cli
+        status                TEXT NOT NULL,             -- queued|running|succeeded|failed|timed_out|cancelled|lost
+        delivery_status       TEXT,                      -- pending|delivered|failed|not_applicable|…
+        owner_key             TEXT NOT NULL,             -- canonical key of the owning session
+        requester_session_key TEXT,
+        child_session_key     TEXT,
+        agent_id              TEXT,
+        created_at            INTEGER NOT NULL,
+        ended_at              INTEGER,
+        record                TEXT NOT NULL              -- the task as JSON (camelCase)
+    );
+    CREATE INDEX IF NOT EXISTS task_runs_by_run ON task_runs (run_id);
+    CREATE INDEX IF NOT EXISTS task_runs_by_owner ON task_runs (owner_key, created_at DESC);
+    CREATE INDEX IF NOT EXISTS task_runs_by_child ON task_runs (child_session_key);
+    "#,
+    // 9 (orch9, issue 14): persisted `sessions_yield` waits.
+    r#"
+    CREATE TABLE IF NOT EXISTS yields (
+        yield_id       TEXT PRIMARY KEY NOT NULL,
+        session_key    TEXT NOT NULL,                 -- canonical key of the session that yielded
+        turn_run_id    TEXT,                          -- ctx.runId of the yielding turn, when given
+        message        TEXT NOT NULL,                 -- private context for the resumed turn
+        acknowledgment TEXT,
+        origin         TEXT,                          -- JSON {channel,to,accountId,threadId} of the yielding turn
+        wait_for       TEXT NOT NULL,                 -- children|message
+        children       TEXT NOT NULL,                 -- JSON array of the claimed child run ids
+        status         TEXT NOT NULL,                 -- waiting|resuming|resumed
+        resume_run_id  TEXT,
+        created_at     INTEGER NOT NULL,
+        resumed_at     INTEGER
+    );
+    CREATE INDEX IF NOT EXISTS yields_by_session ON yields (session_key, status);
+    CREATE INDEX IF NOT EXISTS yields_open ON yields (status) WHERE status <> 'resumed';
+    "#,
 ];
 
 /// The schema version this build writes.

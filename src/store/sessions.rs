@@ -136,6 +136,27 @@ fn search_text(key: &str, entry: &Entry) -> String {
 }
 
 impl Db<'_> {
+    /// Depth of a session in its spawn lineage (a main session is 0): its stored `spawnDepth`,
+    /// else the stored `spawnedBy` chain (2026.9 never reads it from the key).
+    pub fn spawn_depth(&self, key: &str) -> Result<u32> {
+        let mut depth = 0;
+        let mut cur = key.to_owned();
+        let mut seen = std::collections::HashSet::new();
+        while seen.insert(cur.clone()) && depth < 64 {
+            let entry = self.session(&cur)?;
+            if let Some(stored) = entry.as_ref().and_then(|e| e.get("spawnDepth")).and_then(serde_json::Value::as_f64) {
+                if stored.is_finite() && stored >= 0.0 {
+                    return Ok(depth + stored.min(64.0) as u32);
+                }
+            }
+            let parent = entry.and_then(|e| crate::entry::str_field(&e, "spawnedBy").map(str::to_owned));
+            let Some(parent) = parent else { break };
+            depth += 1;
+            cur = parent;
+        }
+        Ok(depth)
+    }
+
     /// The entry stored under exactly this key.
     pub fn session(&self, key: &str) -> Result<Option<Entry>> {
         let mut st = self.conn.prepare_cached("SELECT entry FROM sessions WHERE key = ?1").map_err(sql)?;

@@ -12,7 +12,9 @@ pub mod agents;
 pub mod history;
 pub mod list;
 pub mod send;
+pub mod send9;
 pub mod spawn;
+pub mod spawn9;
 pub mod target;
 pub mod tool;
 pub mod v2026_9;
@@ -173,11 +175,13 @@ pub fn refusal(status: &str, error: impl std::fmt::Display) -> Value {
     json!({"status": status, "error": error.to_string()})
 }
 
-/// The tool definitions of a contract: 2026.1's, or (2026.9) the 2026.9 schemas of
-/// `sessions_list`, `sessions_history` and `agents_list` with the other tools' integers typed
-/// `integer`. A sub-agent caller gets none of the session tools.
-pub fn definitions_for(rules: &crate::contract::Rules, ctx: &ToolContext) -> Vec<Value> {
-    available(ctx).into_iter().map(|t| definition_for(rules, t)).collect()
+/// The tool definitions a caller is offered ([`available`]) under its contract: 2026.1's, or
+/// (2026.9) the 2026.9 schemas of `sessions_list`, `sessions_history` and `agents_list` with
+/// the other tools' integers typed `integer`.
+pub fn definitions_for(engine: &crate::engine::Engine, ctx: &ToolContext) -> Vec<Value> {
+    let cfg = engine.config();
+    let rules = cfg.rules();
+    available(engine, ctx).into_iter().map(|t| definition_for(rules, t)).collect()
 }
 
 /// One tool's definition under a contract.
@@ -192,18 +196,35 @@ pub fn definition_for(rules: &crate::contract::Rules, tool: Tool) -> Value {
     })
 }
 
-/// The tool definitions (API.md §3). A sub-agent caller gets none of the session tools
-/// (REFERENCE.md §6.9).
-pub fn definitions(ctx: &ToolContext) -> Vec<Value> {
-    available(ctx).into_iter().map(Tool::definition).collect()
-}
-
-/// The tools a caller is offered, in definition order: none for a sub-agent caller.
-pub fn available(ctx: &ToolContext) -> Vec<Tool> {
-    if ctx.agent_session_key.as_deref().map(keys::is_subagent_key).unwrap_or(false) {
+/// The tools a caller is offered, in definition order. 2026.1: a sub-agent caller gets none of
+/// the session tools (REFERENCE.md §6.9). 2026.9: a sub-agent never gets `sessions_send` or
+/// `agents_list`; one under `maxSpawnDepth` (an orchestrator, its depth read from the stored
+/// lineage) keeps `sessions_list`, `sessions_history`, `sessions_spawn`, `sessions_yield` and
+/// `subagents`; a leaf keeps `sessions_yield` only. A lineage that cannot be read counts as a
+/// leaf's.
+pub fn available(engine: &crate::engine::Engine, ctx: &ToolContext) -> Vec<Tool> {
+    let cfg = engine.config();
+    let contract = cfg.contract;
+    let all = Tool::ALL.into_iter().filter(|t| t.in_contract(contract));
+    let Some(key) = ctx.agent_session_key.as_deref().filter(|k| keys::is_subagent_key(k)) else {
+        return all.collect();
+    };
+    if contract != crate::contract::Contract::V2026_9 {
         return Vec::new();
     }
-    Tool::ALL.to_vec()
+    let depth = cfg
+        .key_model()
+        .canonical(key)
+        .ok()
+        .and_then(|k| engine.store().read(|db| db.spawn_depth(&k)).ok())
+        .unwrap_or(u32::MAX);
+    let orchestrator = depth < cfg.subagents.max_spawn_depth;
+    all.filter(|t| match t {
+        Tool::SessionsSend | Tool::AgentsList => false,
+        Tool::SessionsYield => true,
+        Tool::SessionsList | Tool::SessionsHistory | Tool::SessionsSpawn | Tool::Subagents => orchestrator,
+    })
+    .collect()
 }
 
 /// As [`run`] for a caller that wants the payload as JSON text (`wrap` false): `sessions_list`
@@ -237,7 +258,7 @@ pub fn run(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx: &Val
         Tool::SessionsList => list::run(engine, params, &ctx),
         Tool::SessionsHistory => history::run(engine, params, &ctx),
         Tool::AgentsList => agents::run(&engine.config(), &ctx),
-        Tool::SessionsSend | Tool::SessionsSpawn => {
+        Tool::SessionsSend | Tool::SessionsSpawn | Tool::SessionsYield | Tool::Subagents => {
             return Err(Error::invalid_request(format!("{} needs the orchestrator", tool.name())))
         }
     };

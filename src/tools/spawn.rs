@@ -34,13 +34,31 @@ pub struct SpawnRequest {
     pub target_agent: String,
     pub model: Option<String>,
     pub thinking: Option<String>,
+    /// 2026.9: the validated `taskName`
+    pub task_name: Option<String>,
+    /// the call is made under the 2026.9 contract
+    pub v9: bool,
+    /// 2026.9 `context: "fork"`: the child starts with a copy of the requester's transcript
+    pub fork: bool,
+    /// 2026.9 `expectsCompletionMessage` (default true): false = no completion handoff
+    pub expects_completion: bool,
 }
 
 /// §6.1 steps 1–10 but 8: what the call asks for, and the refusals the config decides.
 pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnRequest> {
     let km = cfg.key_model();
+    let v9 = cfg.contract == crate::contract::Contract::V2026_9;
+    // 2026.9: channel-delivery parameters and `timeoutSeconds` are refused before anything else
+    if v9 {
+        super::spawn9::check_unsupported(params)?;
+    }
     // 1. task, label, cleanup
     let task = read_string(params, "task").ok_or_else(|| Error::invalid_request("task required"))?;
+    let task_name = if v9 {
+        super::spawn9::task_name(params).map_err(|text| Refusal::Payload(refusal("error", text)))?
+    } else {
+        None
+    };
     let label = read_string(params, "label");
     let cleanup = match params.get("cleanup").and_then(Value::as_str).map(str::trim) {
         Some("delete") => "delete",
@@ -58,10 +76,10 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
     let run_timeout_secs = read_number(params, "runTimeoutSeconds")
         .or_else(|| read_number(params, "timeoutSeconds"))
         .map_or(0, |n| n.floor().max(0.0) as u64);
-    // 4. not from a sub-agent
+    // 4. not from a sub-agent (2026.9: by depth, checked against the stored lineage later)
     let requester = Requester::of(cfg, ctx)?;
     let raw_is_subagent = ctx.agent_session_key.as_deref().is_some_and(is_subagent_key);
-    if raw_is_subagent || requester.key.as_deref().is_some_and(is_subagent_key) {
+    if !v9 && (raw_is_subagent || requester.key.as_deref().is_some_and(is_subagent_key)) {
         return Err(Refusal::Payload(refusal("forbidden", FROM_SUBAGENT)));
     }
     // 5–6. requester and target
@@ -71,10 +89,33 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
     let display_key = km.display(&requester_key, &requester_agent);
     let target_agent =
         read_string(params, "agentId").map_or_else(|| requester_agent.clone(), |a| normalize_agent_id(&a));
-    // 7. the allow list
-    let allowlist = SpawnAllowlist::for_agent(cfg, &requester_agent);
-    if !allowlist.allows(&requester_agent, &target_agent) {
-        return Err(Refusal::Payload(refusal("forbidden", allowlist.refusal())));
+    // 7. the allow list (2026.9: the requester agent's allowAgents, else the defaults', over
+    // the configured agents)
+    if v9 {
+        let requested = read_string(params, "agentId").is_some();
+        let require =
+            cfg.agent(&requester_agent).and_then(|a| a.require_agent_id).unwrap_or(cfg.subagents.require_agent_id);
+        if require && !requested {
+            return Err(Refusal::Payload(refusal("forbidden", super::spawn9::REQUIRE_AGENT_ID)));
+        }
+        let own = cfg.agent(&requester_agent).filter(|a| a.allow_agents_set).map(|a| a.allow_agents.clone());
+        let allow = own.or_else(|| cfg.subagents.allow_agents.clone());
+        let configured: Vec<String> = cfg.agents.iter().map(|a| a.id.clone()).collect();
+        if let Some(text) =
+            super::spawn9::target_refusal(&requester_agent, &target_agent, requested, allow.as_deref(), &configured)
+        {
+            return Err(Refusal::Payload(refusal("forbidden", text)));
+        }
+    } else {
+        let allowlist = SpawnAllowlist::for_agent(cfg, &requester_agent);
+        if !allowlist.allows(&requester_agent, &target_agent) {
+            return Err(Refusal::Payload(refusal("forbidden", allowlist.refusal())));
+        }
+    }
+    // 2026.9: a forked child must run as the requester's agent
+    let fork = v9 && params.get("context").and_then(Value::as_str) == Some("fork");
+    if fork && target_agent != requester_agent {
+        return Err(Error::invalid_request(super::spawn9::FORK_SAME_AGENT).into());
     }
     // 9. the model (DECISIONS.md: outside the catalog is an error)
     let model = read_string(params, "model")
@@ -105,7 +146,47 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
         target_agent,
         model,
         thinking,
+        task_name,
+        v9,
+        fork,
+        expects_completion: !v9 || params.get("expectsCompletionMessage") != Some(&Value::Bool(false)),
     })
+}
+
+/// 2026.9's `{status: "accepted", childSessionKey, runId, mode, expectsCompletionMessage,
+/// context, taskName?, note, resolvedModel?, resolvedProvider?, modelApplied?}`.
+pub fn accepted_2026_9(
+    child_key: String,
+    run_id: String,
+    fork: bool,
+    expects_completion: bool,
+    task_name: Option<String>,
+    resolved: Option<(String, Option<String>)>,
+    model_applied: bool,
+) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert("status".into(), "accepted".into());
+    out.insert("childSessionKey".into(), child_key.into());
+    out.insert("runId".into(), run_id.into());
+    out.insert("mode".into(), "run".into());
+    out.insert("expectsCompletionMessage".into(), expects_completion.into());
+    out.insert("context".into(), if fork { "fork" } else { "isolated" }.into());
+    if let Some(t) = task_name {
+        out.insert("taskName".into(), t.into());
+    }
+    if expects_completion {
+        out.insert("note".into(), super::spawn9::COMPLETION_NOTE.into());
+    }
+    if let Some((model, provider)) = resolved {
+        out.insert("resolvedModel".into(), model.into());
+        if let Some(p) = provider {
+            out.insert("resolvedProvider".into(), p.into());
+        }
+    }
+    if model_applied {
+        out.insert("modelApplied".into(), true.into());
+    }
+    Value::Object(out)
 }
 
 /// DECISIONS.md #5: the requester already has `maxActive` running children.

@@ -15,12 +15,28 @@ pub enum Tool {
     SessionsSend,
     SessionsSpawn,
     AgentsList,
+    /// 2026.9 only
+    SessionsYield,
+    /// 2026.9 only
+    Subagents,
 }
 
 impl Tool {
     /// Every tool, in definition order.
-    pub const ALL: [Tool; 5] =
-        [Tool::SessionsList, Tool::SessionsHistory, Tool::SessionsSend, Tool::SessionsSpawn, Tool::AgentsList];
+    pub const ALL: [Tool; 7] = [
+        Tool::SessionsList,
+        Tool::SessionsHistory,
+        Tool::SessionsSend,
+        Tool::SessionsSpawn,
+        Tool::AgentsList,
+        Tool::SessionsYield,
+        Tool::Subagents,
+    ];
+
+    /// Whether the tool exists under a contract: `sessions_yield` and `subagents` are 2026.9's.
+    pub fn in_contract(self, contract: crate::contract::Contract) -> bool {
+        !matches!(self, Tool::SessionsYield | Tool::Subagents) || contract == crate::contract::Contract::V2026_9
+    }
 
     /// The tool's name, as models and the gateway call it.
     pub fn name(self) -> &'static str {
@@ -30,6 +46,8 @@ impl Tool {
             Tool::SessionsSend => "sessions_send",
             Tool::SessionsSpawn => "sessions_spawn",
             Tool::AgentsList => "agents_list",
+            Tool::SessionsYield => "sessions_yield",
+            Tool::Subagents => "subagents",
         }
     }
 
@@ -49,9 +67,9 @@ impl Tool {
     }
 
     /// Whether the tool runs through the orchestration (runs models, waits): `sessions_send`,
-    /// `sessions_spawn`. The others are store jobs.
+    /// `sessions_spawn`, `sessions_yield`, `subagents`. The others are store jobs.
     pub fn is_orchestrated(self) -> bool {
-        matches!(self, Tool::SessionsSend | Tool::SessionsSpawn)
+        matches!(self, Tool::SessionsSend | Tool::SessionsSpawn | Tool::SessionsYield | Tool::Subagents)
     }
 
     /// Whether a store-job call is bounded enough to run inline: `agents_list`;
@@ -73,7 +91,7 @@ impl Tool {
                 let previews = params.get("messageLimit").and_then(Value::as_f64).map(|m| m > 0.0).unwrap_or(false);
                 small && !walks && !previews
             }
-            Tool::SessionsSend | Tool::SessionsSpawn => false,
+            Tool::SessionsSend | Tool::SessionsSpawn | Tool::SessionsYield | Tool::Subagents => false,
         }
     }
 
@@ -142,6 +160,34 @@ impl Tool {
                         "cleanup": {"type": "string", "enum": ["delete", "keep"], "description": "Delete the sub-agent's session after it announces, or keep it (default)."}
                     },
                     "required": ["task"]
+                }
+            }),
+            Tool::SessionsYield => json!({
+                "name": "sessions_yield",
+                "label": "Yield",
+                "description": "End this turn for pending child completion events; this is not a final-result submission. Return completed work normally. An unfinished subagent waiting for an incoming continuation must set waitFor:\"message\". Collector runs require explicit collection instead. acknowledgment can send a waiting reply for an otherwise-silent interactive parent.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "waitFor": {"type": "string", "enum": ["message"], "description": "Explicitly pause an unfinished subagent until an incoming continuation message. Does not schedule a message or submit the final result."},
+                        "message": {"type": "string", "description": "Private context for the resumed turn; not sent to the user."},
+                        "acknowledgment": {"type": "string", "description": "Optional waiting reply for an otherwise-silent interactive parent turn."}
+                    }
+                }
+            }),
+            Tool::Subagents => json!({
+                "name": "subagents",
+                "label": "Subagents",
+                "description": "Background work: list status, wait for selected taskIds to finish or need attention, or cancel a taskId. wait keeps this turn active; timeout does not cancel work or consume completion delivery.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "action": {"type": "string", "enum": ["list", "wait", "cancel"]},
+                        "recentMinutes": {"type": "number", "minimum": 1},
+                        "taskId": {"type": "string", "description": "Task id"},
+                        "taskIds": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": 32},
+                        "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": 60}
+                    }
                 }
             }),
             Tool::AgentsList => json!({

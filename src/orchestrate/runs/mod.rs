@@ -136,10 +136,12 @@ pub struct Runs {
     closed: AtomicBool,
 }
 
-impl Default for Runs {
-    fn default() -> Self {
+impl Runs {
+    /// The run registry of the store whose lease is `owner` (API.md §1.7): every run it
+    /// records names that owner.
+    pub fn new(owner: String) -> Runs {
         Runs {
-            owner: crate::owner::new_owner(),
+            owner,
             lanes: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             active: Mutex::new(HashMap::new()),
@@ -452,8 +454,11 @@ impl Runs {
         let (rid, err) = (run_id.to_owned(), error.clone());
         let stored =
             blocking(move || e.store().write(|db| db.finish_run(&rid, status.as_str(), ended, err.as_deref()))).await;
-        if let Err(e) = stored {
-            host.emit(event("store.error", run_id, session_key, json!({"error": e.message()})));
+        match stored {
+            Err(e) => host.emit(event("store.error", run_id, session_key, json!({"error": e.message()}))),
+            // another owner took the run over first (this store's lease had lapsed): its end stands
+            Ok(false) => return self.taken_over(engine, run_id).await,
+            Ok(true) => {}
         }
         let kind = match status {
             RunStatus::Ok => "run.end",
@@ -478,6 +483,14 @@ impl Runs {
         }
     }
 
+    /// A run of this registry that another owner ended first: its waiters get the stored end.
+    async fn taken_over(&self, engine: &Arc<Engine>, run_id: &str) {
+        let stored = self.stored(engine, run_id).await.ok().flatten();
+        if let (Some(tx), Some(snap)) = (lock(&self.live).remove(run_id), stored) {
+            let _ = tx.send(snap);
+        }
+    }
+
     /// The chain a tool call made during a run belongs to: the run named by `run_id`, else the
     /// run active on `session_key` (here, or in another process on the same file).
     pub fn chain_of(&self, engine: &Engine, run_id: Option<&str>, session_key: Option<&str>) -> Result<Option<String>> {
@@ -499,22 +512,6 @@ impl Runs {
             return Ok(Some(run.clone()));
         }
         Ok(engine.store().read(|db| db.running_on(session_key))?.map(|(run, _)| run))
-    }
-
-    /// Ends, as interrupted, the runs still marked running whose process is gone (a crash, a
-    /// kill): what a fresh open does first. Returns their ids.
-    pub fn recover(&self, engine: &Engine) -> Result<Vec<String>> {
-        let now = entry::now_ms();
-        engine.store().write(|db| {
-            let mut ended = Vec::new();
-            for (run_id, owner) in db.running_runs()? {
-                let alive = owner.as_deref().map(crate::owner::is_alive).unwrap_or(false);
-                if !alive && db.end_if_running(&run_id, RunStatus::Error.as_str(), now, INTERRUPTED)? {
-                    ended.push(run_id);
-                }
-            }
-            Ok(ended)
-        })
     }
 
     /// Stops taking runs; the runs of this registry still in flight are recorded as interrupted
@@ -542,7 +539,6 @@ impl Runs {
                 error: Some(INTERRUPTED.to_owned()),
             });
         }
-        crate::owner::retire(&self.owner);
     }
 
     pub fn is_closed(&self) -> bool {

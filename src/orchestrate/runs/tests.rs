@@ -49,7 +49,7 @@ fn spec(key: &str, message: &str) -> RunSpec {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_appends_the_incoming_message_and_the_reply_and_records_usage() {
     let e = engine();
-    let runs = Arc::new(Runs::default());
+    let runs = Arc::new(Runs::new("test-owner".into()));
     let h = host(|req| {
         Box::pin(async move {
             Ok(json!({"reply": format!("pong:{}", req.message), "usage": {"input": 10, "output": 5}, "model": "m1"}))
@@ -79,7 +79,7 @@ async fn a_run_appends_the_incoming_message_and_the_reply_and_records_usage() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_on_one_session_go_one_at_a_time_in_arrival_order_and_sessions_overlap() {
     let e = engine();
-    let runs = Arc::new(Runs::default());
+    let runs = Arc::new(Runs::new("test-owner".into()));
     let active: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
     let max_same = Arc::new(AtomicUsize::new(0));
     let max_total = Arc::new(AtomicUsize::new(0));
@@ -126,7 +126,7 @@ async fn runs_on_one_session_go_one_at_a_time_in_arrival_order_and_sessions_over
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_or_misbehaving_host_ends_the_run_with_error_and_its_message() {
     let e = engine();
-    let runs = Arc::new(Runs::default());
+    let runs = Arc::new(Runs::new("test-owner".into()));
     let cases: Vec<(Arc<FakeHost>, &str)> = vec![
         (host(|_| Box::pin(async { Err("model down".to_owned()) })), "model down"),
         (host(|_| Box::pin(async { Ok(json!(42)) })), "runAgent must resolve to an object"),
@@ -153,7 +153,7 @@ async fn a_failing_or_misbehaving_host_ends_the_run_with_error_and_its_message()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aborted_run_ends_at_once_with_the_reason_and_frees_its_lane() {
     let e = engine();
-    let runs = Arc::new(Runs::default());
+    let runs = Arc::new(Runs::new("test-owner".into()));
     let h = host(|req| {
         Box::pin(async move {
             if req.message == "slow" {
@@ -174,7 +174,7 @@ async fn an_aborted_run_ends_at_once_with_the_reason_and_frees_its_lane() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_that_times_out_ends_the_wait_not_the_run() {
     let e = engine();
-    let runs = Arc::new(Runs::default());
+    let runs = Arc::new(Runs::new("test-owner".into()));
     let h = host(|_| {
         Box::pin(async {
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -198,7 +198,7 @@ async fn an_unknown_run_times_out_at_once_with_zero_and_earlier_runs_answer_from
     let dir = std::env::temp_dir().join(format!("st-runs-{}", uuid::Uuid::new_v4()));
     let path = dir.join("s.db");
     let e = Arc::new(Engine::new(Store::open(path.to_str().unwrap()).unwrap(), Config::default(), None));
-    let runs = Arc::new(Runs::default());
+    let runs = Arc::new(Runs::new("test-owner".into()));
     assert_eq!(runs.wait(&e, "nope", 0).await.unwrap().status, RunStatus::Timeout);
     let id = runs
         .start(e.clone(), host(|_| Box::pin(async { Err("boom".to_owned()) })), spec("agent:main:x", "x"))
@@ -207,7 +207,7 @@ async fn an_unknown_run_times_out_at_once_with_zero_and_earlier_runs_answer_from
     runs.wait(&e, &id, 5_000).await.unwrap();
     // a new process: a fresh engine and registry on the same file
     let e2 = Arc::new(Engine::new(Store::open(path.to_str().unwrap()).unwrap(), Config::default(), None));
-    let s = Arc::new(Runs::default()).wait(&e2, &id, 0).await.unwrap();
+    let s = Arc::new(Runs::new("test-owner".into())).wait(&e2, &id, 0).await.unwrap();
     assert_eq!((s.status, s.error.as_deref()), (RunStatus::Error, Some("boom")));
     assert!(s.started_at.is_some() && s.ended_at.is_some());
 }

@@ -44,7 +44,7 @@ impl Runs {
         }
     }
 
-    async fn stored(&self, engine: &Arc<Engine>, run_id: &str) -> Result<Option<RunSnapshot>> {
+    pub(super) async fn stored(&self, engine: &Arc<Engine>, run_id: &str) -> Result<Option<RunSnapshot>> {
         let e = engine.clone();
         let id = run_id.to_owned();
         let rec = blocking(move || e.store().read(|db| db.run(&id))).await?;

@@ -12,10 +12,10 @@ use crate::error::{Error, Result};
 use crate::host::{Lane, RunOptions};
 use crate::js::js_trim;
 use crate::orchestrate::outbox::A2A_ANNOUNCE;
-use crate::orchestrate::prompts;
 use crate::orchestrate::runs::{Provenance, RunSnapshot, RunSpec, RunStatus};
 use crate::orchestrate::state::Orchestrator;
 use crate::orchestrate::task::blocking;
+use crate::orchestrate::{prompts, prompts9};
 
 pub(super) enum Primary {
     /// read already (wait mode): `None` when the run left no reply
@@ -70,9 +70,10 @@ impl Flow {
         self.orch.emit("a2a.end", None, key, json!({ "reason": reason, "chainId": self.chain_id }));
     }
 
-    async fn go(&self, primary: Primary) -> Result<&'static str> {
+    /// The primary run's reply: as read already, or once the run ended ok.
+    pub(super) async fn primary_reply(&self, primary: Primary) -> Result<Option<String>> {
         let engine = self.orch.engine().clone();
-        let round_one = match primary {
+        Ok(match primary {
             Primary::Reply(reply) => reply,
             Primary::Wait(run_id) => {
                 let snap = self.orch.runs().wait(&engine, &run_id, self.timing.step_wait_ms()).await?;
@@ -82,8 +83,29 @@ impl Flow {
                 let snap = self.until_end(&run_id).await?;
                 self.reply_if_ok(&snap, &self.target_key).await?
             }
-        };
+        })
+    }
+
+    /// Whether the 2026.9 texts and skip tokens apply (every non-deliverable token ends the flow).
+    fn v9(&self) -> bool {
+        self.orch.engine().config().contract == crate::contract::Contract::V2026_9
+    }
+
+    fn is_skip(&self, reply: &str, token_2026_1: fn(&str) -> bool) -> bool {
+        if self.v9() {
+            crate::tools::send9::is_non_deliverable(reply)
+        } else {
+            token_2026_1(reply)
+        }
+    }
+
+    async fn go(&self, primary: Primary) -> Result<&'static str> {
+        let engine = self.orch.engine().clone();
+        let round_one = self.primary_reply(primary).await?;
         let Some(round_one) = round_one else { return Ok("no reply") };
+        if self.v9() && crate::tools::send9::is_non_deliverable(&round_one) {
+            return Ok("no reply");
+        }
 
         let (e, internal, display) = (engine.clone(), self.target_key.clone(), self.target_display.clone());
         let route = blocking(move || Ok(announce_route(&e, &internal, &display))).await?;
@@ -100,17 +122,26 @@ impl Flow {
                 } else {
                     (self.target_key.clone(), requester_key.clone())
                 };
-                let context = prompts::reply_step_context(
-                    requester_speaks,
-                    turn,
-                    self.max_turns,
-                    self.requester_raw.as_deref(),
-                    self.requester_channel.as_deref(),
-                    &self.target_display,
-                    Some(&target_channel),
-                );
+                let context = if self.v9() {
+                    prompts9::reply_step_context(
+                        requester_speaks,
+                        turn,
+                        self.max_turns,
+                        &self.parties9(&target_channel),
+                    )
+                } else {
+                    prompts::reply_step_context(
+                        requester_speaks,
+                        turn,
+                        self.max_turns,
+                        self.requester_raw.as_deref(),
+                        self.requester_channel.as_deref(),
+                        &self.target_display,
+                        Some(&target_channel),
+                    )
+                };
                 let step = self.step(&speaker, incoming.clone(), context, Some(listener)).await?;
-                let skipped = step.reply.as_deref().is_none_or(prompts::is_reply_skip);
+                let skipped = step.reply.as_deref().is_none_or(|r| self.is_skip(r, prompts::is_reply_skip));
                 self.orch.emit(
                     "a2a.turn",
                     step.run_id.as_deref(),
@@ -134,15 +165,24 @@ impl Flow {
             }
         }
 
-        let context = prompts::announce_step_context(
-            self.requester_raw.as_deref(),
-            self.requester_channel.as_deref(),
-            &self.target_display,
-            Some(&target_channel),
-            &self.message,
-            Some(&round_one),
-            Some(&latest),
-        );
+        let context = if self.v9() {
+            prompts9::announce_step_context(
+                &self.parties9(&target_channel),
+                &self.message,
+                Some(&round_one),
+                Some(&latest),
+            )
+        } else {
+            prompts::announce_step_context(
+                self.requester_raw.as_deref(),
+                self.requester_channel.as_deref(),
+                &self.target_display,
+                Some(&target_channel),
+                &self.message,
+                Some(&round_one),
+                Some(&latest),
+            )
+        };
         let step = self
             .step(&self.target_key, prompts::ANNOUNCE_STEP_MESSAGE.to_owned(), context, self.requester_key.clone())
             .await?;
@@ -153,7 +193,7 @@ impl Flow {
             return Ok("announce step did not complete");
         }
         let text = step.reply.as_deref().map(js_trim).unwrap_or_default().to_owned();
-        if text.is_empty() || prompts::is_announce_skip(&text) {
+        if text.is_empty() || self.is_skip(&text, prompts::is_announce_skip) {
             let reason = if text.is_empty() { "no reply" } else { prompts::ANNOUNCE_SKIP };
             self.orch.emit("a2a.announce", step.run_id.as_deref(), key, skip(reason));
             return Ok("announce skipped");
@@ -191,6 +231,14 @@ impl Flow {
             }),
         );
         Ok("announced")
+    }
+
+    fn parties9<'a>(&'a self, target_channel: &'a str) -> prompts9::Parties<'a> {
+        prompts9::Parties {
+            requester_known: self.requester_key.is_some(),
+            requester_channel: self.requester_channel.as_deref(),
+            target_channel: Some(target_channel),
+        }
     }
 
     /// Waits until a run has ended, however long (it ends at the latest at its own timeout),

@@ -19,6 +19,7 @@ mod flow;
 mod route;
 #[cfg(test)]
 mod tests;
+pub mod v9;
 
 use flow::{Flow, Primary};
 

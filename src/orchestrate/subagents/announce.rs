@@ -38,9 +38,43 @@ pub(super) async fn build_trigger(orch: &Orchestrator, rec: &SubagentRun) -> Res
     };
     let cfg = orch.engine().config();
     let entry = entry.unwrap_or_default();
+    if cfg.contract == crate::contract::Contract::V2026_9 {
+        return Ok(handoff_2026_9(rec, &entry, found));
+    }
     let line = stats::stats_line(&run_stats(orch, &cfg, rec, &entry).as_ref());
     let title = prompts::task_title(rec.label.as_deref(), Some(&rec.task));
     Ok(prompts::subagent_trigger(title, &prompts::status_label(&outcome), found.as_deref(), &line))
+}
+
+/// The 2026.9 handoff: the completion event in the protected runtime context, its status from
+/// the run's outcome, never from the model's text.
+fn handoff_2026_9(rec: &SubagentRun, entry: &Entry, found: Option<String>) -> String {
+    use crate::orchestrate::completion9::{self, Handoff};
+    let (status, error) = match &rec.outcome {
+        Some(o) => (o.status.as_str(), o.error.as_deref()),
+        None => ("unknown", None),
+    };
+    let num = |k: &str| entry.get(k).and_then(Value::as_f64).filter(|f| f.is_finite());
+    let runtime = match (rec.started_at, rec.ended_at) {
+        (Some(s), Some(e)) => Some(e - s),
+        _ => None,
+    };
+    let requester_is_subagent = crate::keys::is_subagent_key(&rec.requester_session_key);
+    completion9::handoff_text(&Handoff {
+        child_session_key: rec.child_session_key.clone(),
+        child_session_id: entry::str_field(entry, "sessionId").map(str::to_owned),
+        task_label: rec.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| {
+            if rec.task.is_empty() {
+                "task".to_owned()
+            } else {
+                rec.task.clone()
+            }
+        }),
+        status_label: completion9::status_label(status, error),
+        result: found,
+        stats_line: Some(completion9::stats_line(runtime, num("inputTokens"), num("outputTokens"))),
+        reply_instruction: completion9::reply_instruction(requester_is_subagent, true),
+    })
 }
 
 /// Owned stats inputs, borrowed by [`RunStats`].

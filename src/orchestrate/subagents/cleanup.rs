@@ -52,7 +52,7 @@ pub(super) async fn settle(orch: &Arc<Orchestrator>, run_id: &str, status: &str,
 /// Cleanup after the announce settled: `delete` removes the child session (with its
 /// transcript) and the record; `keep` patches the label back, sets `cleanupCompletedAt` and,
 /// when archiving is on, `archiveAtMs` counted from the run's end.
-pub(super) async fn finalize(orch: &Arc<Orchestrator>, rec: SubagentRun) {
+pub(crate) async fn finalize(orch: &Arc<Orchestrator>, rec: SubagentRun) {
     if rec.cleanup_completed_at.is_some() || rec.ended_at.is_none() {
         return;
     }

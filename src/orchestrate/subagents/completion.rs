@@ -70,6 +70,11 @@ pub(super) async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunS
 /// item that already reached its final status is settled on the record, for a process that
 /// stopped between the two).
 pub(super) async fn enqueue_announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) {
+    if rec.announce.status == "skipped" && rec.ended_at.is_some() {
+        // no completion was asked for (2026.9 `expectsCompletionMessage: false`): clean up now
+        super::cleanup::finalize(orch, rec.clone()).await;
+        return;
+    }
     if rec.announce.status != "pending" {
         return;
     }

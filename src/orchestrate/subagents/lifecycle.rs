@@ -1,6 +1,6 @@
 //! The registry on open and close, and when a requester is deleted: recovery (announcing what
-//! was left unannounced, ending what was in flight), shutdown, and stopping a deleted requester's
-//! children.
+//! was left unannounced, ending what was in flight), adoption of what a gone owner left after a
+//! takeover (API.md §1.7), shutdown, and stopping a deleted requester's children.
 
 use super::*;
 use std::sync::Arc;
@@ -12,20 +12,35 @@ use crate::orchestrate::state::Orchestrator;
 use crate::orchestrate::task::blocking;
 
 /// On open: what was left unannounced is announced; runs that were in flight end as
-/// interrupted and are announced; runs still going under a live process are waited for again;
+/// interrupted and are announced; runs still going under a live owner are waited for again;
 /// a cleanup cut short is finished; the archive timer is set.
 pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
     start_sweeper(orch);
+    resume(orch, true).await
+}
+
+/// After a takeover pass ended a gone owner's runs (API.md §1.7): what it left unannounced is
+/// announced (each once: the announce's outbox key is the record's), its children's records
+/// get their interrupted end. Runs still going are left to their owners (nothing is armed), and
+/// cleanups are left to the owner whose announce settles.
+pub async fn adopt(orch: &Arc<Orchestrator>) -> Result<()> {
+    resume(orch, false).await
+}
+
+async fn resume(orch: &Arc<Orchestrator>, on_open: bool) -> Result<()> {
     let e = orch.engine().clone();
     let records = blocking(move || e.store().read(|db| db.subagent_runs(None))).await?;
     for rec in records {
-        if rec.announce.status != "pending" {
-            if rec.cleanup_completed_at.is_none() && rec.ended_at.is_some() {
+        // a child that asked for no completion (announce `skipped` from the start) is still
+        // waited for while it runs
+        let unasked_running = rec.announce.status == "skipped" && rec.ended_at.is_none();
+        if rec.announce.status != "pending" && !unasked_running {
+            if on_open && rec.cleanup_completed_at.is_none() && rec.ended_at.is_some() {
                 finalize(orch, rec).await;
             }
             continue;
         }
-        if rec.archive_at_ms.is_some() {
+        if on_open && rec.archive_at_ms.is_some() {
             // archiving waits for the announce (an imported record may carry the reference's
             // registration-based time)
             update(orch, &rec.run_id, |r| r.archive_at_ms.take().is_some()).await?;
@@ -37,7 +52,11 @@ pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
         let (e, id) = (orch.engine().clone(), rec.run_id.clone());
         let run = blocking(move || e.store().read(|db| db.run(&id))).await?;
         match run {
-            Some(r) if r.status == "running" => arm_completion(orch, rec.run_id.clone()),
+            Some(r) if r.status == "running" => {
+                if on_open {
+                    arm_completion(orch, rec.run_id.clone());
+                }
+            }
             Some(r) => {
                 let status = match r.status.as_str() {
                     "ok" => RunStatus::Ok,

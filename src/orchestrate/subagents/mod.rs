@@ -36,10 +36,11 @@ pub use announce::attempt_announce;
 use announce_run::*;
 use archive::*;
 pub use cleanup::announce_settled;
+pub(crate) use cleanup::finalize;
 use cleanup::*;
 use completion::*;
 use drain::*;
-pub use lifecycle::{close, on_session_deleted, recover};
+pub use lifecycle::{adopt, close, on_session_deleted, recover};
 use queue::*;
 pub use queue::{overflow_summary, queue_settings, DropPolicy, QueueMode, QueueSettings};
 use records::*;
@@ -53,7 +54,7 @@ pub const REQUESTER_DELETED: &str = "stopped: requester session deleted";
 pub const QUEUED_TITLE: &str = "[Queued announce messages while agent was busy]";
 /// How long one wait for a run lasts before it is renewed.
 const WAIT_SLICE_MS: u64 = 60_000;
-/// The longest an announce attempt waits for its run (the outbox lease is 15 minutes).
+/// The longest an announce attempt waits for its run (an outbox attempt's deadline is 15 minutes).
 const MAX_ANNOUNCE_WAIT_MS: u64 = 14 * 60 * 1000;
 
 /// `archiveAfterMinutes` in milliseconds (fractions kept); `None`: archiving disabled.

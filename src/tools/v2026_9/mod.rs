@@ -54,7 +54,7 @@ pub fn run(engine: &Engine, tool: Tool, args: &Value, ctx: &ToolContext) -> Opti
         Tool::SessionsList => Some(list::run(engine, &input)),
         Tool::SessionsHistory => Some(history::run(engine, &input)),
         Tool::AgentsList => Some(agents::run(&engine.config(), &input)),
-        Tool::SessionsSend | Tool::SessionsSpawn => None,
+        Tool::SessionsSend | Tool::SessionsSpawn | Tool::SessionsYield | Tool::Subagents => None,
     }
 }
 
@@ -114,7 +114,7 @@ pub fn definition(tool: Tool, int: &str) -> Option<Value> {
             "description": "List the agent ids you may use with sessions_spawn, with their name, model and runtime.",
             "parameters": {"type": "object", "properties": {}}
         })),
-        Tool::SessionsSend | Tool::SessionsSpawn => None,
+        Tool::SessionsSend | Tool::SessionsSpawn | Tool::SessionsYield | Tool::Subagents => None,
     }
 }
 

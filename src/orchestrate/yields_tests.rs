@@ -1,0 +1,181 @@
+use super::*;
+use crate::host::testing::FakeHost;
+use crate::orchestrate::subagents::testkit::{requests_in, spawn, str_of, tmp_db, until};
+use crate::orchestrate::tasks::testkit9::{open9 as open, open9_at as open_at};
+use serde_json::json;
+use tokio::sync::watch;
+
+fn main_ctx() -> Value {
+    json!({"agentSessionKey": "agent:main:main", "agentChannel": "whatsapp", "agentTo": "+1555"})
+}
+
+/// A host whose child runs wait until the gate opens; every other run answers `ok`.
+fn gated_host() -> (Arc<FakeHost>, watch::Sender<bool>) {
+    let (tx, rx) = watch::channel(false);
+    let host = Arc::new(FakeHost::new(move |req| {
+        let mut gate = rx.clone();
+        Box::pin(async move {
+            if req.options.lane == Lane::Subagent {
+                let _ = gate.wait_for(|open| *open).await;
+                return Ok(json!({"reply": "child done"}));
+            }
+            Ok(json!({"reply": "ok"}))
+        })
+    }));
+    (host, tx)
+}
+
+async fn yield_(o: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
+    o.tool(crate::tools::Tool::SessionsYield, params, ctx, false).await.unwrap()
+}
+
+fn yields_of(o: &Orchestrator, key: &str) -> Vec<YieldRow> {
+    o.engine().store().read(|db| db.open_yields_of(key)).unwrap()
+}
+
+fn resumes(host: &FakeHost) -> Vec<crate::host::AgentRunRequest> {
+    host.requests().into_iter().filter(|r| r.message.contains("[Context: The previous turn ended")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_refusals_have_the_gateways_texts() {
+    let (host, _gate) = gated_host();
+    let o = open(json!({}), host).await;
+    assert_eq!(
+        yield_(&o, json!({"waitFor": "children"}), main_ctx()).await,
+        json!({"status": "error", "error": "waitFor must be \"message\" when provided."})
+    );
+    assert_eq!(yield_(&o, json!({}), json!({})).await, json!({"status": "error", "error": "No session context"}));
+    assert_eq!(
+        yield_(&o, json!({}), json!({"agentSessionKey": "agent:main:cron:nightly"})).await["error"],
+        json!(CRON_UNSUPPORTED)
+    );
+    assert_eq!(yield_(&o, json!({}), main_ctx()).await, json!({"status": "error", "error": NO_CLAIM}));
+    // a sub-agent with nothing pending may still wait for a message, and only when it says so
+    let sub = json!({"agentSessionKey": "agent:main:subagent:abc"});
+    assert_eq!(yield_(&o, json!({}), sub.clone()).await["error"], json!(NO_CLAIM));
+    assert_eq!(yield_(&o, json!({"waitFor": "message"}), sub).await, json!({"status": "yielded"}));
+    assert_eq!(yields_of(&o, "agent:main:subagent:abc")[0].wait_for, "message");
+    let mut deferred = main_ctx();
+    deferred["hasUnobservedAsyncToolResults"] = json!(true);
+    assert_eq!(yield_(&o, json!({}), deferred).await, json!({"status": "deferred", "message": DEFERRED}));
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yield_resumes_the_requester_once_every_claimed_child_has_delivered() {
+    let (host, gate) = gated_host();
+    let o = open(json!({}), host.clone()).await;
+    let a = spawn(&o, json!({"task": "first", "label": "one"}), main_ctx()).await;
+    let b = spawn(&o, json!({"task": "second"}), main_ctx()).await;
+    assert_eq!(str_of(&a, "status"), "accepted");
+    let out = yield_(&o, json!({"message": "check both results", "acknowledgment": "On it."}), main_ctx()).await;
+    assert_eq!(out, json!({"status": "yielded", "acknowledgment": "On it."}));
+    let y = &yields_of(&o, "agent:main:main")[0];
+    assert_eq!(y.children, vec![str_of(&a, "runId"), str_of(&b, "runId")]);
+    assert_eq!((y.status.as_str(), y.wait_for.as_str()), ("waiting", "children"));
+    assert!(resumes(&host).is_empty());
+
+    gate.send(true).unwrap();
+    until("the resume run", || !resumes(&host).is_empty()).await;
+    // both completions reached the requester before it was resumed, each on its own
+    let announces = requests_in(&host, Lane::Announce);
+    let resume_at = announces.iter().position(|r| r.message.contains("[Context:")).unwrap();
+    assert_eq!(resume_at, 2, "two completion turns, then the resume");
+    let r = &resumes(&host)[0];
+    assert_eq!(r.session_key, "agent:main:main");
+    assert_eq!(r.message, resume_text("check both results"));
+    assert_eq!((r.options.channel.as_deref(), r.options.deliver), (Some("whatsapp"), true));
+    until("the yield is resumed", || yields_of(&o, "agent:main:main").is_empty()).await;
+    assert_eq!(resumes(&host).len(), 1, "resumed once");
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_yield_with_nothing_new_is_already_pending_and_lists_the_children() {
+    let (host, _gate) = gated_host();
+    let o = open(json!({}), host.clone()).await;
+    let a = spawn(&o, json!({"task": "dig", "label": "digger"}), main_ctx()).await;
+    assert_eq!(yield_(&o, json!({}), main_ctx()).await["status"], "yielded");
+    let out = yield_(&o, json!({}), main_ctx()).await;
+    assert_eq!(out["status"], "already_pending");
+    let child = str_of(&a, "childSessionKey");
+    let p = &out["pendingChildren"][0];
+    assert_eq!(
+        (p["runId"].as_str(), p["state"].as_str(), p["wakeArmed"].as_bool()),
+        (Some(str_of(&a, "runId").as_str()), Some("running"), Some(true))
+    );
+    assert_eq!(p["label"], "digger");
+    let started = crate::mirror::iso(p["startedAt"].as_i64().unwrap());
+    assert_eq!(
+        out["message"].as_str().unwrap(),
+        format!("An earlier turn of this session already yielded for 1 child session whose completion is still pending: digger ({child}), running, started {started}. Their completion will arrive in this session as a later turn; do not re-spawn, re-send, or poll to wake them. This turn owns no new claim, so no yield is needed: end this turn normally.")
+    );
+    assert_eq!(yields_of(&o, "agent:main:main").len(), 1, "no second yield recorded");
+    o.close().await;
+}
+
+#[test]
+fn paused_children_are_described_apart() {
+    let c = |state: &'static str, label: Option<&str>| ChildView {
+        run_id: "r".into(),
+        child_session_key: "agent:main:subagent:x".into(),
+        label: label.map(str::to_owned),
+        started_at: None,
+        state,
+        wake_armed: false,
+    };
+    assert_eq!(
+        pending_message(&[c("paused", None), c("completing", Some("l"))]),
+        "An earlier turn of this session already spawned 1 child session whose completion is still pending: l (agent:main:subagent:x), completing. Their completion will arrive in this session as a later turn; do not re-spawn, re-send, or poll to wake them. 1 child session spawned by an earlier turn of this session is paused by its own sessions_yield and will not complete until an incoming continuation arrives: agent:main:subagent:x, paused. Send that continuation with sessions_send if this session owns it; otherwise the work stays waiting. This turn owns no new claim, so no yield is needed: end this turn normally."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yield_survives_a_restart_and_the_next_open_resumes_it() {
+    let path = tmp_db();
+    let (host, _gate) = gated_host();
+    let first = open_at(&path, json!({}), host.clone()).await;
+    let a = spawn(&first, json!({"task": "long job"}), main_ctx()).await;
+    assert_eq!(yield_(&first, json!({"message": "carry on"}), main_ctx()).await["status"], "yielded");
+    first.close().await;
+
+    // the next process: the child was interrupted, its completion is delivered, then the resume
+    let (host2, _gate2) = gated_host();
+    let second = open_at(&path, json!({}), host2.clone()).await;
+    until("the resume after reopen", || !resumes(&host2).is_empty()).await;
+    assert_eq!(resumes(&host2)[0].message, resume_text("carry on"));
+    let completion = requests_in(&host2, Lane::Announce);
+    assert!(completion[0].message.contains("long job"), "the interrupted child's completion came first");
+    let rec = crate::orchestrate::subagents::testkit::record(&second, &str_of(&a, "runId")).unwrap();
+    assert_eq!(rec.announce.status, "delivered");
+    until("resumed", || yields_of(&second, "agent:main:main").is_empty()).await;
+    second.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open() {
+    let path = tmp_db();
+    // the resume turn never answers in the first process
+    let host = Arc::new(FakeHost::new(|req| {
+        Box::pin(async move {
+            if req.message.contains("[Context:") {
+                std::future::pending::<()>().await;
+            }
+            Ok(json!({"reply": "ok"}))
+        })
+    }));
+    let first = open_at(&path, json!({}), host.clone()).await;
+    spawn(&first, json!({"task": "quick"}), main_ctx()).await;
+    let _ = yield_(&first, json!({}), main_ctx()).await;
+    until("the first resume starts", || !resumes(&host).is_empty()).await;
+    first.close().await;
+
+    let host2 = Arc::new(FakeHost::replying("ok"));
+    let second = open_at(&path, json!({}), host2.clone()).await;
+    until("the resume is run again", || !resumes(&host2).is_empty()).await;
+    let (r1, r2) = (&resumes(&host)[0], &resumes(&host2)[0]);
+    assert_eq!(r1.idempotency_key, r2.idempotency_key, "one idempotency key for both tries");
+    until("resumed", || yields_of(&second, "agent:main:main").is_empty()).await;
+    second.close().await;
+}

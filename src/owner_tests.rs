@@ -1,0 +1,223 @@
+//! The ownership rule at the store level, on an injected clock and injected host identities:
+//! a live lease blocks takeover, an expired one allows it, a renewed one keeps its work, a clean
+//! release frees it at once, a dead process on this host is taken over at once (and one on
+//! another host never before expiry), and two owners never both claim one outbox item.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::*;
+use crate::store::runs::RunRecord;
+use crate::store::Store;
+
+const LEN: u64 = 1_000;
+const KINDS: [Option<&str>; 2] = [Some("a2a_announce"), None];
+/// The pid of a process that is gone, as the injected probes below see it.
+const DEAD_PID: u32 = 4_000_000_000;
+
+fn clock_at(t: i64) -> (Arc<AtomicI64>, Clock) {
+    let at = Arc::new(AtomicI64::new(t));
+    let c = at.clone();
+    (at, Arc::new(move || c.load(Ordering::SeqCst)))
+}
+
+fn here(host: &str, pid: u32) -> Here {
+    Here { host_id: host.into(), host_name: host.into(), pid, pid_running: |p| p != DEAD_PID }
+}
+
+fn run(id: &str) -> RunRecord {
+    RunRecord {
+        run_id: id.into(),
+        session_key: "agent:main:main".into(),
+        lane: "nested".into(),
+        chain_id: Some("c".into()),
+        status: "running".into(),
+        started_at: Some(0),
+        ended_at: None,
+        error: None,
+    }
+}
+
+/// A store where `a` holds a running run `r` and a claim on the outbox item `k`, taken at `t`.
+fn with_work_of(a: &Lease, t: i64) -> Store {
+    let s = Store::open(":memory:").unwrap();
+    s.write(|db| {
+        a.acquire(db, LEN)?;
+        db.insert_run(&run("r"), a.id())?;
+        db.insert_outbox("k", "a2a_announce", None, &json!({}), t)?;
+        assert_eq!(db.claim_outbox(a.id(), KINDS, t, 60_000, 8)?.len(), 1);
+        Ok(())
+    })
+    .unwrap();
+    s
+}
+
+/// What `b` takes over at its clock's time: (owners reaped, runs ended, items claimed).
+fn take(s: &Store, b: &Lease) -> (Vec<String>, Vec<String>, usize) {
+    s.write(|db| {
+        let now = b.now();
+        let reaped = b.reap(db, now)?;
+        let ended = db.end_unheld_runs(now, "error", "interrupted")?;
+        let claimed = db.claim_outbox(b.id(), KINDS, now, 60_000, 8)?.len();
+        Ok((reaped, ended, claimed))
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_live_lease_on_another_host_blocks_takeover_and_its_expiry_allows_it() {
+    let (t, clock) = clock_at(10_000);
+    let a = Lease::new(here("host-a", DEAD_PID), clock.clone());
+    let b = Lease::new(here("host-b", 7), clock);
+    let s = with_work_of(&a, 10_000);
+    // a's pid is not running here, but a runs on another host: only expiry counts
+    t.store(10_999, Ordering::SeqCst);
+    assert_eq!(take(&s, &b), (vec![], vec![], 0));
+    assert_eq!(s.read(|db| db.outbox_next_claimable(b.id(), 10_999)).unwrap(), None);
+    t.store(11_000, Ordering::SeqCst);
+    assert_eq!(take(&s, &b), (vec![a.id().to_owned()], vec!["r".to_owned()], 1));
+    let r = s.read(|db| db.run("r")).unwrap().unwrap();
+    assert_eq!((r.status.as_str(), r.error.as_deref()), ("error", Some("interrupted")));
+    // taken once: nothing left for a second pass
+    assert_eq!(take(&s, &b), (vec![], vec![], 0));
+}
+
+#[test]
+fn a_renewed_lease_keeps_its_work_past_its_first_expiry() {
+    let (t, clock) = clock_at(0);
+    let a = Lease::new(here("host-a", 1), clock.clone());
+    let b = Lease::new(here("host-b", 2), clock);
+    let s = with_work_of(&a, 0);
+    for at in [900, 1_800, 2_700] {
+        t.store(at, Ordering::SeqCst);
+        assert!(s.write(|db| a.renew(db, LEN)).unwrap(), "renewed while on record");
+        t.store(at + 500, Ordering::SeqCst);
+        assert_eq!(take(&s, &b), (vec![], vec![], 0), "at {}", at + 500);
+    }
+    assert_eq!(s.read(|db| db.run("r")).unwrap().unwrap().status, "running");
+    t.store(3_700, Ordering::SeqCst);
+    assert_eq!(take(&s, &b).1, ["r"]);
+}
+
+#[test]
+fn a_clean_release_frees_the_work_at_once_and_a_late_renewal_does_not_take_it_back() {
+    let (_t, clock) = clock_at(0);
+    let a = Lease::new(here("host-a", 1), clock.clone());
+    let b = Lease::new(here("host-b", 2), clock);
+    let s = with_work_of(&a, 0);
+    s.write(|db| a.release(db)).unwrap();
+    assert!(s.write(|db| a.renew(db, LEN)).unwrap());
+    assert!(s.read(|db| db.owners()).unwrap().is_empty(), "a released lease is never written again");
+    // well before any expiry
+    assert_eq!(take(&s, &b), (vec![], vec!["r".to_owned()], 1));
+}
+
+#[test]
+fn a_dead_process_on_this_host_is_taken_over_at_once_and_a_live_one_is_not() {
+    let (_t, clock) = clock_at(0);
+    let dead = Lease::new(here("host-a", DEAD_PID), clock.clone());
+    let alive = Lease::new(here("host-a", 3), clock.clone());
+    let me = Lease::new(here("host-a", 2), clock.clone());
+    let s = with_work_of(&dead, 0);
+    s.write(|db| alive.acquire(db, LEN)).unwrap();
+    assert_eq!(take(&s, &me), (vec![dead.id().to_owned()], vec!["r".to_owned()], 1));
+    let left: Vec<String> = s.read(|db| db.owners()).unwrap().into_iter().map(|o| o.owner_id).collect();
+    assert_eq!(left, [alive.id()], "the live owner on this host keeps its lease");
+    // another store of this very process (same pid) holds while its lease does
+    let sibling = Lease::new(here("host-a", 2), clock);
+    let rec = OwnerRecord {
+        owner_id: sibling.id().into(),
+        host_id: "host-a".into(),
+        host_name: "a".into(),
+        pid: 2,
+        started_at: 0,
+        expires_at: 1,
+    };
+    assert!(me.holds(&rec, 0));
+    assert!(!me.holds(&rec, 1));
+}
+
+#[test]
+fn a_lapsed_lease_learns_it_on_renewal_and_holds_again_from_then_on() {
+    let (t, clock) = clock_at(0);
+    let a = Lease::new(here("host-a", 1), clock.clone());
+    let b = Lease::new(here("host-b", 2), clock);
+    let s = with_work_of(&a, 0);
+    t.store(5_000, Ordering::SeqCst);
+    assert_eq!(take(&s, &b).0, [a.id()]);
+    assert!(!s.write(|db| a.renew(db, LEN)).unwrap(), "the renewal reports the lapse");
+    s.write(|db| db.insert_run(&run("r2"), a.id())).unwrap();
+    assert_eq!(take(&s, &b), (vec![], vec![], 0), "its new work is held");
+    // a taken-over run's late end does not overwrite the takeover's
+    assert!(!s.write(|db| db.finish_run("r", "ok", 6_000, None)).unwrap());
+    assert_eq!(s.read(|db| db.run("r")).unwrap().unwrap().status, "error");
+}
+
+#[test]
+fn an_owner_tries_its_own_stuck_claim_again_only_after_the_attempt_deadline() {
+    let (t, clock) = clock_at(0);
+    let a = Lease::new(here("host-a", 1), clock);
+    let s = with_work_of(&a, 0);
+    s.write(|db| a.renew(db, 1_000_000)).unwrap();
+    assert!(s.write(|db| db.claim_outbox(a.id(), KINDS, 10, 60_000, 8)).unwrap().is_empty(), "in flight");
+    assert_eq!(s.read(|db| db.outbox_next_claimable(a.id(), 10)).unwrap(), None);
+    t.store(60_000, Ordering::SeqCst);
+    assert_eq!(s.write(|db| db.claim_outbox(a.id(), KINDS, 60_000, 60_000, 8)).unwrap().len(), 1);
+}
+
+#[test]
+fn two_owners_on_one_file_never_both_claim_an_item() {
+    let dir = std::env::temp_dir().join(format!("st-owner-{}", uuid::Uuid::new_v4()));
+    let path = dir.join("s.db").to_string_lossy().into_owned();
+    let first = Store::open(&path).unwrap();
+    first
+        .write(|db| {
+            for i in 0..300 {
+                db.insert_outbox(&format!("k{i}"), "a2a_announce", None, &json!({}), 0)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    drop(first);
+    let claimers: Vec<_> = ["host-a", "host-b"]
+        .into_iter()
+        .map(|host| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let store = Store::open(&path).unwrap();
+                let lease = Lease::new(here(host, 1), system_clock());
+                store.write(|db| lease.acquire(db, 600_000)).unwrap();
+                let mut mine = Vec::new();
+                loop {
+                    let got = store.write(|db| db.claim_outbox(lease.id(), KINDS, lease.now(), 600_000, 7)).unwrap();
+                    if got.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(got.into_iter().map(|r| r.idempotency_key));
+                }
+            })
+        })
+        .collect();
+    let got: Vec<Vec<String>> = claimers.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut all: Vec<&String> = got.iter().flatten().collect();
+    let n = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), n, "an item was claimed twice");
+    assert_eq!(n, 300, "every item was claimed once");
+}
+
+#[test]
+fn this_process_is_identified_by_a_host_id_and_its_own_pid_is_running() {
+    let me = Here::detect();
+    assert_eq!(me.pid, std::process::id());
+    assert!(!me.host_id.is_empty());
+    assert!((me.pid_running)(me.pid));
+    if std::path::Path::new("/proc/self").exists() {
+        assert!(me.host_id.starts_with("linux:"), "{}", me.host_id);
+        assert!(!(me.pid_running)(u32::MAX), "a pid above the kernel's maximum is not running");
+    }
+    assert_eq!(Here::detect().host_id, me.host_id, "stable within a process");
+}

@@ -1,0 +1,148 @@
+//! The task ledger (`task_runs`): one row per background task, the 2026.9 task row kept whole
+//! as camelCase JSON (`record`) with the columns it is looked up by (owner, run, child)
+//! derived from it, so they never disagree. The `subagents` tool's stable task ids live here;
+//! the importer writes 2026.9 rows here too. Fields this build does not know are kept as they
+//! came. No decisions here: callers hand in finished rows.
+
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{sql, Db};
+use crate::error::Result;
+
+/// One task (2026.9 `TaskRecord`): `status` queued|running|succeeded|failed|timed_out|
+/// cancelled|lost, `deliveryStatus` pending|delivered|failed|not_applicable|….
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRow {
+    pub task_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    pub runtime: String,
+    /// the owning session's canonical key
+    pub owner_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester_session_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_session_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester_agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_status: Option<String>,
+    #[serde(default)]
+    pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_outcome: Option<String>,
+    /// every other field of the 2026.9 row (`scopeKind`, `detail`, `deliveryState`, …)
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl TaskRow {
+    /// A stored record; `None` when it is not a task object.
+    pub fn from_json(text: &str) -> Option<TaskRow> {
+        serde_json::from_str(text).ok()
+    }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+fn read_rows(rows: Vec<String>) -> Vec<TaskRow> {
+    rows.iter().filter_map(|t| TaskRow::from_json(t)).collect()
+}
+
+impl Db<'_> {
+    /// Inserts a task, or replaces the row with the same `taskId`.
+    pub fn put_task_run(&self, t: &TaskRow) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO task_runs (task_id, run_id, runtime, status, delivery_status, owner_key,
+                   requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )
+            .map_err(sql)?;
+        st.execute(params![
+            t.task_id,
+            t.run_id,
+            t.runtime,
+            t.status,
+            t.delivery_status,
+            t.owner_key,
+            t.requester_session_key,
+            t.child_session_key,
+            t.agent_id,
+            t.created_at,
+            t.ended_at,
+            t.to_json().to_string()
+        ])
+        .map_err(sql)?;
+        Ok(())
+    }
+
+    /// One task by id; `None` when missing or unreadable.
+    pub fn task_run(&self, task_id: &str) -> Result<Option<TaskRow>> {
+        let mut st = self.conn.prepare_cached("SELECT record FROM task_runs WHERE task_id = ?1").map_err(sql)?;
+        let text: Option<String> = st.query_row([task_id], |r| r.get(0)).optional().map_err(sql)?;
+        Ok(text.and_then(|t| TaskRow::from_json(&t)))
+    }
+
+    /// The task of a run (the oldest, should there be more than one).
+    pub fn task_run_by_run_id(&self, run_id: &str) -> Result<Option<TaskRow>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT record FROM task_runs WHERE run_id = ?1 ORDER BY created_at, rowid LIMIT 1")
+            .map_err(sql)?;
+        let text: Option<String> = st.query_row([run_id], |r| r.get(0)).optional().map_err(sql)?;
+        Ok(text.and_then(|t| TaskRow::from_json(&t)))
+    }
+
+    /// Completed tasks whose completion could not be delivered (terminal outcome `blocked`)
+    /// still within their retention at `now`.
+    pub fn blocked_task_count(&self, now: i64) -> Result<u64> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM task_runs WHERE json_extract(record, '$.terminalOutcome') = 'blocked'
+                   AND coalesce(json_extract(record, '$.cleanupAfter'), ?1 + 1) > ?1",
+            )
+            .map_err(sql)?;
+        st.query_row([now], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
+    }
+
+    /// The tasks one session owns, oldest first; unreadable rows skipped.
+    pub fn task_runs_for_owner(&self, owner_key: &str) -> Result<Vec<TaskRow>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT record FROM task_runs WHERE owner_key = ?1 ORDER BY created_at, rowid")
+            .map_err(sql)?;
+        let rows = st.query_map([owner_key], |r| r.get::<_, String>(0)).map_err(sql)?;
+        Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
+    }
+}
+
+#[cfg(test)]
+#[path = "tasks_tests.rs"]
+mod tests;

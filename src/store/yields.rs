@@ -1,0 +1,186 @@
+//! Persisted `sessions_yield` waits (`yields`) and the one query a yield needs: which children
+//! of a requester have not yet delivered their completion (their run still going, or their
+//! announce not yet final in the outbox). Plain reads and writes; when a yield resumes is the
+//! orchestration's decision.
+
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::{sql, Db};
+use crate::error::Result;
+
+/// One persisted yield.
+#[derive(Debug, Clone, PartialEq)]
+pub struct YieldRow {
+    pub yield_id: String,
+    pub session_key: String,
+    pub turn_run_id: Option<String>,
+    pub message: String,
+    pub acknowledgment: Option<String>,
+    /// where the yielding turn came from (`{channel, to, accountId, threadId}`), the resumed
+    /// turn's route
+    pub origin: Option<serde_json::Value>,
+    /// children | message
+    pub wait_for: String,
+    /// the child run ids the yield waits for
+    pub children: Vec<String>,
+    /// waiting | resuming | resumed
+    pub status: String,
+    pub resume_run_id: Option<String>,
+    pub created_at: i64,
+    pub resumed_at: Option<i64>,
+}
+
+macro_rules! yield_columns {
+    () => {
+        "yield_id, session_key, turn_run_id, message, acknowledgment, wait_for, children, status, resume_run_id, \
+         created_at, resumed_at, origin"
+    };
+}
+
+fn yield_row(r: &Row<'_>) -> rusqlite::Result<YieldRow> {
+    let children: String = r.get(6)?;
+    Ok(YieldRow {
+        yield_id: r.get(0)?,
+        session_key: r.get(1)?,
+        turn_run_id: r.get(2)?,
+        message: r.get(3)?,
+        acknowledgment: r.get(4)?,
+        wait_for: r.get(5)?,
+        children: serde_json::from_str(&children).unwrap_or_default(),
+        status: r.get(7)?,
+        resume_run_id: r.get(8)?,
+        created_at: r.get(9)?,
+        resumed_at: r.get(10)?,
+        origin: r.get::<_, Option<String>>(11)?.and_then(|t| serde_json::from_str(&t).ok()),
+    })
+}
+
+/// A child whose completion has not reached its requester yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingChild {
+    pub run_id: String,
+    pub child_session_key: String,
+    /// the record as JSON (label, startedAt are read from it)
+    pub record: String,
+    /// the run has ended (its completion is being delivered)
+    pub ended: bool,
+}
+
+impl Db<'_> {
+    /// The children of `requester_key` whose completion has not reached it: the run has not
+    /// ended, or its announce is still pending and its outbox item (if recorded) is not final.
+    /// A child with no completion to deliver (announce `skipped`) never counts.
+    /// In registration order.
+    pub fn undelivered_children(&self, requester_key: &str) -> Result<Vec<PendingChild>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT s.run_id, s.child_key, s.record, s.ended FROM subagent_runs s
+                 LEFT JOIN outbox o ON o.idempotency_key = json_extract(s.record, '$.announce.idempotencyKey')
+                 WHERE s.requester_key = ?1 AND s.announce_status <> 'skipped'
+                   AND (s.ended = 0 OR (s.announce_status = 'pending' AND (o.status IS NULL OR o.status = 'pending')))
+                 ORDER BY s.rowid",
+            )
+            .map_err(sql)?;
+        let rows = st
+            .query_map([requester_key], |r| {
+                Ok(PendingChild {
+                    run_id: r.get(0)?,
+                    child_session_key: r.get(1)?,
+                    record: r.get(2)?,
+                    ended: r.get::<_, i64>(3)? != 0,
+                })
+            })
+            .map_err(sql)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+    }
+
+    pub fn insert_yield(&self, y: &YieldRow) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached(concat!(
+                "INSERT INTO yields (",
+                yield_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+            ))
+            .map_err(sql)?;
+        let children = serde_json::to_string(&y.children).unwrap_or_else(|_| "[]".to_owned());
+        st.execute(params![
+            y.yield_id,
+            y.session_key,
+            y.turn_run_id,
+            y.message,
+            y.acknowledgment,
+            y.wait_for,
+            children,
+            y.status,
+            y.resume_run_id,
+            y.created_at,
+            y.resumed_at,
+            y.origin.as_ref().map(|o| o.to_string())
+        ])
+        .map_err(sql)?;
+        Ok(())
+    }
+
+    pub fn yield_row(&self, yield_id: &str) -> Result<Option<YieldRow>> {
+        let mut st = self
+            .conn
+            .prepare_cached(concat!("SELECT ", yield_columns!(), " FROM yields WHERE yield_id = ?1"))
+            .map_err(sql)?;
+        st.query_row([yield_id], yield_row).optional().map_err(sql)
+    }
+
+    /// The yields of a session that have not resumed yet, oldest first.
+    pub fn open_yields_of(&self, session_key: &str) -> Result<Vec<YieldRow>> {
+        let mut st = self
+            .conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                yield_columns!(),
+                " FROM yields WHERE session_key = ?1 AND status <> 'resumed' ORDER BY created_at, rowid"
+            ))
+            .map_err(sql)?;
+        let rows = st.query_map([session_key], yield_row).map_err(sql)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+    }
+
+    /// Every yield that has not resumed yet, oldest first.
+    pub fn open_yields(&self) -> Result<Vec<YieldRow>> {
+        let mut st = self
+            .conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                yield_columns!(),
+                " FROM yields WHERE status <> 'resumed' ORDER BY created_at, rowid"
+            ))
+            .map_err(sql)?;
+        let rows = st.query_map([], yield_row).map_err(sql)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+    }
+
+    /// Moves a yield from status `from` to `to` (with the resume run and time); `false` when
+    /// it was not in `from` (another process or task moved it first).
+    pub fn move_yield(
+        &self,
+        yield_id: &str,
+        from: &str,
+        to: &str,
+        resume_run_id: Option<&str>,
+        at: Option<i64>,
+    ) -> Result<bool> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "UPDATE yields SET status = ?3, resume_run_id = coalesce(?4, resume_run_id),
+                   resumed_at = coalesce(?5, resumed_at)
+                 WHERE yield_id = ?1 AND status = ?2",
+            )
+            .map_err(sql)?;
+        Ok(st.execute(params![yield_id, from, to, resume_run_id, at]).map_err(sql)? > 0)
+    }
+}
+
+#[cfg(test)]
+#[path = "yields_tests.rs"]
+mod tests;
