@@ -11,6 +11,9 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
+import { measure as measureWith, pct, round } from './lib/measure.mjs'
+import { findOpenclaw, runOpenclaw, openclawRows, openclawTable, OPENCLAW_MAX_SIZE } from './lib/openclaw.mjs'
+import { walWorkload, walTable } from './lib/wal.mjs'
 import { spawnSync } from 'node:child_process'
 import { FileStore } from './lib/baseline.mjs'
 import { SqliteStore, SQLITE_VERSION } from './lib/sqlite-baseline.mjs'
@@ -31,6 +34,10 @@ const RUN = QUICK ? { warmup: 1, iters: 15, minIters: 3, capMs: 1_200 } : { warm
 const SEED_BATCH = 500
 const SIDES = ['baseline', 'sqlite', 'sessionTools'] // file baseline, better-sqlite3 baseline, ours
 const WRITERS = 8
+const BURST = 1_000
+const WAL_SECONDS = QUICK ? 5 : 30
+const WAL_HOLD_MS = 1_000
+const ONLY_WAL_SKIP = argv.includes('--no-wal')
 const CTX = { agentSessionKey: 'agent:main:main' }
 const ACTIVE_PARAMS = { activeMinutes: 60, kinds: ['group'] }
 const LIST_PARAMS = { limit: 50 }
@@ -43,55 +50,7 @@ const t0 = performance.now()
 const log = (...a) => console.error(`[${((performance.now() - t0) / 1000).toFixed(1)}s]`, ...a)
 
 // ---------------------------------------------------------------- measuring
-function pct(sorted, p) {
-  if (!sorted.length) return null
-  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
-  return sorted[idx]
-}
-
-// An operation that fails (the file baseline's lock timeout under 8 writers at 50,000 sessions,
-// as the gateway's users see it) is counted in `errors` with its time, and the run goes on.
-async function measure(fn) {
-  let errors = 0
-  let firstError = null
-  const attempt = async (i) => {
-    try {
-      await fn(i)
-    } catch (err) {
-      errors++
-      firstError ??= String(err?.message ?? err).slice(0, 200)
-    }
-  }
-  for (let i = 0; i < RUN.warmup; i++) await attempt(-1 - i)
-  const warmupErrors = errors
-  const h = monitorEventLoopDelay({ resolution: 1 })
-  const times = []
-  const start = performance.now()
-  h.enable()
-  for (let i = 0; i < RUN.iters; i++) {
-    // Let the event loop turn between operations (outside the timed window): a synchronous
-    // implementation would otherwise hold it for the whole loop, as no caller would.
-    await new Promise((r) => setImmediate(r))
-    const s = performance.now()
-    await attempt(i)
-    times.push(performance.now() - s)
-    if (i + 1 >= RUN.minIters && performance.now() - start > RUN.capMs) break
-  }
-  h.disable()
-  const sorted = [...times].sort((a, b) => a - b)
-  return {
-    n: times.length,
-    ...(errors ? { errors: errors - warmupErrors, warmupErrors, firstError } : {}),
-    medianMs: round(pct(sorted, 50)),
-    p95Ms: round(pct(sorted, 95)),
-    minMs: round(sorted[0]),
-    maxMs: round(sorted[sorted.length - 1]),
-    // no sample at all (the whole workload took less than the 1 ms resolution): reported as null
-    eventLoop: h.count ? { maxMs: round(h.max / 1e6), p99Ms: round(h.percentile(99) / 1e6), samples: h.count } : { maxMs: null, p99Ms: null, samples: 0 },
-  }
-}
-
-const round = (x) => (x == null || !Number.isFinite(x) ? null : Math.round(x * 1000) / 1000)
+const measure = (fn) => measureWith(RUN, fn)
 
 // ---------------------------------------------------------------- seeding
 async function seedOurs(st, from, to) {
@@ -131,12 +90,29 @@ const results = []
 const notes = []
 
 // ratio: file baseline / ours; ratioSqlite: better-sqlite3 baseline / ours (medians).
+// A side that does not run a workload is `null` (the file baseline has no burst workload).
 function record(workload, size, { baseline, sqlite, ours }, extra = {}) {
   const div = (a, b) => (a && b ? round(a / b) : null)
-  const ratio = div(baseline.medianMs, ours.medianMs)
+  const ratio = div(baseline?.medianMs, ours.medianMs)
   const ratioSqlite = div(sqlite.medianMs, ours.medianMs)
   results.push({ workload, size, baseline, sqlite, sessionTools: ours, ratio, ratioSqlite, ...extra })
-  log(`${workload} @ ${size}: file ${baseline.medianMs} ms, sqlite ${sqlite.medianMs} ms, ours ${ours.medianMs} ms, ratios ${ratio} / ${ratioSqlite}`)
+  log(`${workload} @ ${size}: file ${baseline?.medianMs ?? '-'} ms, sqlite ${sqlite.medianMs} ms, ours ${ours.medianMs} ms, ratios ${ratio} / ${ratioSqlite}`)
+}
+
+/**
+ * A burst: `n` upserts started in one synchronous loop, then awaited; one op = the whole burst.
+ * Reports, besides the burst's time, how long the loop that started it held the thread.
+ */
+async function burst(n, start) {
+  const launches = []
+  const m = await measureWith({ ...RUN, iters: QUICK ? 5 : 15, minIters: 3 }, async (i) => {
+    const s = performance.now()
+    const pending = start(i)
+    launches.push(performance.now() - s)
+    await pending
+  })
+  const sorted = launches.sort((a, b) => a - b)
+  return { ...m, launchMedianMs: round(pct(sorted, 50)) }
 }
 
 async function storeWorkloads() {
@@ -197,6 +173,14 @@ async function storeWorkloads() {
       sqlite: await measure((i) => Promise.all(keysFor().map(async (k, w) => sq.upsertSession(k, patchFor(i * WRITERS + w))))),
       ours: await measure((i) => Promise.all(keysFor().map((k, w) => st.upsertSession(k, patchFor(i * WRITERS + w))))),
     })
+
+    // 5. a burst of 1,000 upserts started at once (better-sqlite3: 1,000 synchronous calls)
+    const burstKeys = (i) => Array.from({ length: BURST }, (_, w) => makeEntry((i * 7919 + w * 31) % size).key)
+    record('burst1000', size, {
+      baseline: null,
+      sqlite: await burst(BURST, (i) => { for (const [w, k] of burstKeys(i).entries()) sq.upsertSession(k, patchFor(w)); return Promise.resolve() }),
+      ours: await burst(BURST, (i) => Promise.all(burstKeys(i).map((k, w) => st.upsertSession(k, patchFor(w))))),
+    })
   }
   await st.close()
   sq.close()
@@ -250,6 +234,17 @@ async function historyWorkload() {
     sqlite: await measure(() => { ms = sq.sessionsHistory(params, CTX).messages.length }),
     ours: await measure(async () => { mo = (await st.sessionsHistory(params, CTX)).messages.length }),
   }, { messages: { baseline: mb, sqlite: ms, sessionTools: mo }, transcriptMessages: n, baselineTranscriptBytes: transcriptBytes })
+
+  // one message appended to the long transcript (file baseline: one JSONL line appended, as the
+  // gateway's transcript writer does, the sessions.json entry left alone)
+  let next = n
+  const jsonl = path.join(dir, `${sessionId}.jsonl`)
+  let prevId = null
+  record('append1', n, {
+    baseline: await measure(async () => { const { id, line } = transcriptLine(next++, prevId); prevId = id; await fsp.appendFile(jsonl, line + '\n') }),
+    sqlite: await measure(() => sq.appendMessages('agent:main:main', [makeTranscriptMessage(next++)])),
+    ours: await measure(() => st.appendMessages('agent:main:main', [makeTranscriptMessage(next++)])),
+  }, { transcriptMessages: n })
   await st.close()
   sq.close()
 }
@@ -289,11 +284,11 @@ function fmt(x) {
 function table(results, memory) {
   const head = ['workload', 'size', 'file med', 'file p95', 'sqlite med', 'sqlite p95', 'ours med', 'ours p95', 'file/ours', 'sqlite/ours', 'EL max f/s/o', 'EL p99 f/s/o']
   const x = (r) => (r == null ? '-' : `${fmt(r)}x`)
-  const med = (side) => fmt(side.medianMs) + (side.errors || side.warmupErrors ? ` (${side.errors + side.warmupErrors} failed)` : '')
-  const el = (r, k) => SIDES.map((side) => fmt(r[side].eventLoop[k])).join(' / ')
+  const med = (side) => (side ? fmt(side.medianMs) + (side.errors || side.warmupErrors ? ` (${side.errors + side.warmupErrors} failed)` : '') : '-')
+  const el = (r, k) => SIDES.map((side) => fmt(r[side]?.eventLoop[k])).join(' / ')
   const rows = results.map((r) => [
     r.workload, String(r.size),
-    med(r.baseline), fmt(r.baseline.p95Ms), med(r.sqlite), fmt(r.sqlite.p95Ms),
+    med(r.baseline), fmt(r.baseline?.p95Ms), med(r.sqlite), fmt(r.sqlite.p95Ms),
     med(r.sessionTools), fmt(r.sessionTools.p95Ms),
     x(r.ratio), x(r.ratioSqlite), el(r, 'maxMs'), el(r, 'p99Ms'),
   ])
@@ -323,10 +318,19 @@ try {
   )
   if (QUICK) notes.push('Quick mode: sizes 1,000 and 10,000, 20,000-message transcript, few iterations, no memory workload.')
 
+  // The OpenClaw child runs first, alone: nothing of ours competes with it for the CPU.
+  const openclaw = runOpenclaw(findOpenclaw(argv, process.env), { work: path.join(WORK, 'openclaw'), sizes: SIZES, historyMessages: HISTORY_MESSAGES, run: RUN, log })
+  if (openclaw.skipped) log(`openclaw baseline skipped: ${openclaw.skipped}`)
   const paths = await storeWorkloads()
   await historyWorkload()
   const memory = QUICK ? null : memoryWorkload(paths)
+  const wal = ONLY_WAL_SKIP ? null : await walWorkload({ SessionTools, SqliteStore, work: WORK, seconds: WAL_SECONDS, holdMs: WAL_HOLD_MS, log })
   const orchestration = await orchestrationWorkloads({ SessionTools, quick: QUICK, log })
+  const ours = (workload, size) => results.find((r) => r.workload === workload && (size == null || r.size === size))?.sessionTools
+  const openclawVs = openclawRows(openclaw, ours)
+  notes.push(openclaw.skipped
+    ? `OpenClaw baseline skipped: ${openclaw.skipped}.`
+    : `OpenClaw baseline: the real openclaw@${openclaw.version} store from ${openclaw.dir}, under Node ${openclaw.node} in a child process (ours runs under ${process.version} in this one), on the same generated data, sizes up to ${OPENCLAW_MAX_SIZE.toLocaleString('en-US')} (it is seeded one upsertSessionEntry at a time). Its upsert replaces the entry (the caller merges); its patch is its own read-merge-write. Its public list call reads every entry; the raw indexed query is a floor no gateway call reaches. Its newest-tail history reader caches the last page per transcript revision, so its repeated reads are cache hits.`)
 
   const meta = {
     date: new Date().toISOString(),
@@ -339,16 +343,19 @@ try {
     nativeLibrary: process.env.NAPI_RS_NATIVE_LIBRARY_PATH ?? null,
     betterSqlite3: SQLITE_VERSION,
     sizes: SIZES,
+    openclaw: openclaw.skipped ? { skipped: openclaw.skipped } : { version: openclaw.version, node: openclaw.node, dir: openclaw.dir },
     durationS: round((performance.now() - t0) / 1000),
   }
   fs.mkdirSync(OUT_DIR, { recursive: true })
-  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, memory, orchestration }, null, 2) + '\n')
+  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, memory, wal, openclaw: openclaw.skipped ? null : { ...openclaw, versus: openclawVs }, orchestration }, null, 2) + '\n')
   fs.writeFileSync(path.join(OUT_DIR, 'chart.svg'), renderChart({ meta, results, sizes: SIZES }))
   console.log(`\nsession-tools bench (${meta.mode}, ${meta.node}, ${meta.cpus})\n`)
   console.log(table(results, memory))
+  console.log(`\nAgainst OpenClaw's own store:\n\n${openclawTable(openclaw, openclawVs)}`)
+  if (wal) console.log(`\nWrite-ahead log under a reader that is always there:\n\n${walTable(wal)}`)
   console.log(`\nOrchestration (session-tools only; the baselines are stores):\n\n${orchestrationTable(orchestration)}`)
   for (const r of results) {
-    for (const side of SIDES) if (r[side].firstError) console.log(`! ${r.workload} @ ${r.size}, ${side}: ${r[side].errors + r[side].warmupErrors} operation(s) failed, first: ${r[side].firstError}`)
+    for (const side of SIDES) if (r[side]?.firstError) console.log(`! ${r.workload} @ ${r.size}, ${side}: ${r[side].errors + r[side].warmupErrors} operation(s) failed, first: ${r[side].firstError}`)
   }
   console.log('\nNotes:\n' + notes.map((n) => `- ${n}`).join('\n'))
   console.log(`\nWrote ${path.join(OUT_DIR, 'results.json')} and ${path.join(OUT_DIR, 'chart.svg')} in ${meta.durationS} s`)

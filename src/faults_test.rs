@@ -107,7 +107,8 @@ fn sql_in_the_store_is_never_built_from_strings() {
     for line in inventory.lines().filter(|l| l.starts_with("const BY_")) {
         assert!(line.contains(": &str = inventory_sql!(\""), "{line} must be a constant");
     }
-    for (name, text) in &files {
+    // test files (tests.rs, *_tests.rs) may build SQL: they read query plans
+    for (name, text) in files.iter().filter(|(n, _)| !n.ends_with("tests.rs")) {
         let name = name.as_str();
         let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
         for (i, _) in code.match_indices("format!(") {

@@ -124,7 +124,7 @@ impl Engine {
         self.store.write(|db| {
             let existing = db.session(&key)?;
             let merged = entry::merge(existing.as_ref(), &patch, now);
-            db.put_session(&key, &merged)?;
+            db.put_session_over(&key, existing.as_ref(), &merged)?;
             Ok(merged)
         })
     }
@@ -163,7 +163,7 @@ impl Engine {
                 let existing = db.session(&key)?;
                 let entry = entry::merge(existing.as_ref(), &Map::new(), now);
                 let sid = entry::str_field(&entry, "sessionId").unwrap_or_default().to_owned();
-                db.put_session(&key, &entry)?;
+                db.put_session_over(&key, existing.as_ref(), &entry)?;
                 let first = db.append_messages(&sid, &rows)?;
                 Ok((sid, first))
             },

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::error::{error_value, js_error};
 use super::js::{clear_pending, from_json_text, to_json};
+use super::lanes::{self, Lane, Lanes};
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
 use crate::orchestrate::Orchestrator;
@@ -64,8 +65,7 @@ pub fn rejected<'env>(env: &'env Env, e: CoreError) -> napi::Result<PromiseRaw<'
 
 /// A store job that may run inline (bounded work, at most one write).
 pub type FastJob = Arc<dyn Fn(&Engine) -> CoreResult<Value> + Send + Sync + 'static>;
-/// The same, answering JSON text.
-pub type FastTextJob = Arc<dyn Fn(&Engine) -> CoreResult<String> + Send + Sync + 'static>;
+pub use super::lanes::FastTextJob;
 
 pub fn to_text(v: &Value) -> CoreResult<String> {
     serde_json::to_string(v).map_err(|e| CoreError::store(format!("cannot encode the result: {e}")))
@@ -77,32 +77,40 @@ pub fn rejected_now<'env>(env: &'env Env, e: &CoreError) -> napi::Result<Promise
 }
 
 /// Runs a short, bounded store job inline on the JS thread when it can go at once (no other
-/// thread holds the connection, no other process the write lock): the promise is settled before
-/// this returns, with no thread hop. When it would have waited, it goes to the worker as every
-/// other job does, so the JS thread never waits on a lock.
+/// thread holds the connection, no other process the write lock), with no thread hop: a read
+/// at once (the promise is settled before this returns), a write at the end of this turn of JS
+/// code, together with the turn's other writes in one transaction (`lanes::queue`). When it
+/// would have waited, or is part of a larger burst, it goes to its lane (reads to the reader
+/// thread, writes to the group-commit writer), so the JS thread never waits on a lock.
 pub fn spawn_fast<'env>(
     env: &'env Env,
-    engine: &Arc<Engine>,
+    lanes: &Arc<Lanes>,
+    lane: Lane,
     job: CoreResult<FastJob>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    spawn_fast_text(env, engine, job.map(|j| -> FastTextJob { Arc::new(move |e: &Engine| to_text(&j(e)?)) }))
+    spawn_fast_text(env, lanes, lane, job.map(|j| -> FastTextJob { Arc::new(move |e: &Engine| to_text(&j(e)?)) }))
 }
 
 pub fn spawn_fast_text<'env>(
     env: &'env Env,
-    engine: &Arc<Engine>,
+    lanes: &Arc<Lanes>,
+    lane: Lane,
     job: CoreResult<FastTextJob>,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
     let job = match job {
         Ok(j) => j,
         Err(e) => return rejected_now(env, &e),
     };
+    let engine = lanes.engine();
     if engine.store().is_closed() {
         return rejected_now(env, &CoreError::closed());
     }
+    // Writes wait for the end of this turn of JS code and run together; a read behind them.
+    if lane == Lane::Write || lanes::turn_has_writes() {
+        return lanes::queue(env, lanes, lane, job);
+    }
     if !take_inline_turn(env) {
-        let later: TextJob = Box::new(move |e: &Engine| job(e));
-        return spawn_text(env, Some(engine.clone()), Ok(later));
+        return lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)));
     }
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(engine))));
     match out {
@@ -111,8 +119,7 @@ pub fn spawn_fast_text<'env>(
         Ok(Err(e)) => return rejected_now(env, &e),
         Err(_) => return rejected_now(env, &internal_error()),
     }
-    let later: TextJob = Box::new(move |e: &Engine| job(e));
-    spawn_text(env, Some(engine.clone()), Ok(later))
+    lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)))
 }
 
 thread_local! {
@@ -180,6 +187,7 @@ where
 pub fn call_tool<'env>(
     env: &'env Env,
     orch: &Arc<Orchestrator>,
+    lanes: &Arc<Lanes>,
     tool: Tool,
     params: Option<Unknown<'env>>,
     ctx: Option<Unknown<'env>>,
@@ -188,7 +196,7 @@ pub fn call_tool<'env>(
     // What the model sent is never a reason to reject: unconvertible params read as `{}`.
     let params = to_json(env, params, "params").unwrap_or(Value::Null);
     match to_json(env, ctx, "ctx") {
-        Ok(ctx) => tool_promise(env, orch, tool, params, ctx, wrap),
+        Ok(ctx) => tool_promise(env, orch, lanes, tool, params, ctx, wrap),
         Err(e) => rejected(env, e),
     }
 }
@@ -196,6 +204,7 @@ pub fn call_tool<'env>(
 pub fn tool_promise<'env>(
     env: &'env Env,
     orch: &Arc<Orchestrator>,
+    lanes: &Arc<Lanes>,
     tool: Tool,
     params: Value,
     ctx: Value,
@@ -208,10 +217,10 @@ pub fn tool_promise<'env>(
     if tool.is_bounded(&params) {
         if !wrap {
             let job: FastTextJob = Arc::new(move |e: &Engine| tools::run_text(e, tool, &params, &ctx));
-            return spawn_fast_text(env, orch.engine(), Ok(job));
+            return spawn_fast_text(env, lanes, Lane::Read, Ok(job));
         }
         let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
-        return spawn_fast(env, orch.engine(), Ok(job));
+        return spawn_fast(env, lanes, Lane::Read, Ok(job));
     }
     if !wrap {
         let job: TextJob = Box::new(move |e: &Engine| tools::run_text(e, tool, &params, &ctx));

@@ -1,10 +1,12 @@
 //! The napi skin: the `SessionTools` class (`session_tools`), how its calls are scheduled
-//! (`jobs`), JSON in and out of JS (`js`), JS errors with a `code` (`error`) and the host
-//! callbacks (`host`). The only place napi types appear; it decides nothing: all logic lives
-//! below it.
+//! (`jobs`, `lanes`), how results come back to the JS thread (`port`), JSON in and out of JS
+//! (`js`), JS errors with a `code` (`error`) and the host callbacks (`host`). The only place
+//! napi types appear; it decides nothing: all logic lives below it.
 
 mod error;
 mod host;
 mod jobs;
 mod js;
+mod lanes;
+mod port;
 mod session_tools;

@@ -13,6 +13,7 @@ use super::error::js_error;
 use super::host::{Callbacks, JsHost};
 use super::jobs::{call_tool, rejected, spawn_async, spawn_fast, spawn_job, tool_promise, FastJob, Job};
 use super::js::{clear_pending, from_json_text, to_json, to_json_exact};
+use super::lanes::{Lane, Lanes};
 use crate::config::Config;
 use crate::contract::Contract;
 use crate::engine::Engine;
@@ -102,6 +103,7 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
 pub struct SessionTools {
     engine: Arc<Engine>,
     orch: Arc<Orchestrator>,
+    lanes: Arc<Lanes>,
 }
 
 #[napi]
@@ -118,10 +120,20 @@ impl SessionTools {
                     Err(e) => return Ok(Err(e)),
                 };
                 let host = Arc::new(JsHost::new(o.callbacks));
-                Ok(Orchestrator::open(o.path, o.config, o.mirror_dir, host).await)
+                let orch = match Orchestrator::open(o.path, o.config, o.mirror_dir, host).await {
+                    Ok(orch) => orch,
+                    Err(e) => return Ok(Err(e)),
+                };
+                match Lanes::start(orch.engine().clone()) {
+                    Ok(lanes) => Ok(Ok((orch, Arc::new(lanes)))),
+                    Err(e) => {
+                        orch.close().await;
+                        Ok(Err(e))
+                    }
+                }
             },
-            |env, r: CoreResult<Arc<Orchestrator>>| match r {
-                Ok(orch) => Ok(SessionTools { engine: orch.engine().clone(), orch }),
+            |env, r: CoreResult<(Arc<Orchestrator>, Arc<Lanes>)>| match r {
+                Ok((orch, lanes)) => Ok(SessionTools { engine: orch.engine().clone(), orch, lanes }),
                 Err(e) => Err(js_error(env, &e)),
             },
         )
@@ -251,7 +263,8 @@ impl SessionTools {
         let key = to_json(env, key, "key");
         spawn_fast(
             env,
-            &self.engine,
+            &self.lanes,
+            Lane::Read,
             key.map(|k| -> FastJob {
                 Arc::new(move |e: &Engine| Ok(e.get_session(&k)?.map(Value::Object).unwrap_or(Value::Null)))
             }),
@@ -267,7 +280,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         patch: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.fast2(env, key, "key", patch, "patch", move |e: &Engine, k: &Value, p: &Value| {
+        self.fast2(env, Lane::Write, (key, "key"), (patch, "patch"), move |e: &Engine, k: &Value, p: &Value| {
             Ok(Value::Object(e.upsert_session(k, p)?))
         })
     }
@@ -340,7 +353,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         messages: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.fast2(env, key, "key", messages, "messages", move |e: &Engine, k: &Value, m: &Value| {
+        self.fast2(env, Lane::Write, (key, "key"), (messages, "messages"), move |e: &Engine, k: &Value, m: &Value| {
             e.append_messages(k, m)
         })
     }
@@ -354,7 +367,7 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.fast2(env, key, "key", options, "options", |e, k, o| e.chat_history_json(k, o))
+        self.fast2(env, Lane::Read, (key, "key"), (options, "options"), |e, k, o| e.chat_history_json(k, o))
     }
 
     /// The send policy of a session (`'allow'` or `'deny'`): its own override, else the
@@ -368,7 +381,8 @@ impl SessionTools {
         let p = to_json(env, params, "params");
         spawn_fast(
             env,
-            &self.engine,
+            &self.lanes,
+            Lane::Read,
             p.map(|p| -> FastJob { Arc::new(move |e: &Engine| Ok(Value::from(e.resolve_send_policy(&p)?.as_str()))) }),
         )
     }
@@ -423,7 +437,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, Tool::SessionsList, params, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, Tool::SessionsList, params, ctx, false)
     }
 
     /// The `sessions_history` tool: the payload the model sees.
@@ -437,7 +451,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, Tool::SessionsHistory, params, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, Tool::SessionsHistory, params, ctx, false)
     }
 
     /// The `sessions_send` tool: the payload the model sees (`accepted`, `ok`, `timeout`, `error`, `forbidden`).
@@ -451,7 +465,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, Tool::SessionsSend, params, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, Tool::SessionsSend, params, ctx, false)
     }
 
     /// The `sessions_spawn` tool: the payload the model sees (`accepted`, `error`, `forbidden`).
@@ -465,7 +479,7 @@ impl SessionTools {
         params: Option<Unknown<'env>>,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, Tool::SessionsSpawn, params, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, Tool::SessionsSpawn, params, ctx, false)
     }
 
     /// The `agents_list` tool: the agent ids this caller may spawn.
@@ -475,7 +489,7 @@ impl SessionTools {
         env: &'env Env,
         ctx: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_tool(env, &self.orch, Tool::AgentsList, None, ctx, false)
+        call_tool(env, &self.orch, &self.lanes, Tool::AgentsList, None, ctx, false)
     }
 
     /// The tool definitions for a caller (sub-agents get none of the session tools).
@@ -499,7 +513,7 @@ impl SessionTools {
             Ok(tool) => tool,
             Err(e) => return rejected(env, e),
         };
-        call_tool(env, &self.orch, tool, args, ctx, true)
+        call_tool(env, &self.orch, &self.lanes, tool, args, ctx, true)
     }
 
     /// The gateway's tool objects: `{ name, label, description, parameters, execute }`.
@@ -515,13 +529,14 @@ impl SessionTools {
             let obj_val = from_json_text(env, &tools::definition_for(rules, tool).to_string())?;
             let mut obj: Object = unsafe { Object::from_napi_value(env.raw(), obj_val.raw()) }?;
             let orch = self.orch.clone();
+            let lanes = self.lanes.clone();
             let ctx_json = ctx_json.clone();
             let execute = env.create_function_from_closure::<Unknown, Raw, _>("execute", move |call| {
                 let args: Option<Unknown> = call.get::<Unknown>(1).ok();
                 let env = &*call.env;
                 // What the model sent is never a reason to reject: unconvertible args read as `{}`.
                 let args = to_json(env, args, "args").unwrap_or(Value::Null);
-                let promise = tool_promise(env, &orch, tool, args, ctx_json.clone(), true)?;
+                let promise = tool_promise(env, &orch, &lanes, tool, args, ctx_json.clone(), true)?;
                 Ok(Raw(promise.raw()))
             })?;
             obj.set_named_property("execute", execute)?;
@@ -544,18 +559,18 @@ impl SessionTools {
         self.run(env, job)
     }
 
-    /// A method of two JSON arguments, a bounded job of at most one write, which may run inline.
+    /// A method of two JSON arguments (each with its name), a bounded job of at most one write,
+    /// which may run inline; `lane` says whether it writes.
     fn fast2<'env>(
         &self,
         env: &'env Env,
-        a: Option<Unknown<'env>>,
-        a_name: &str,
-        b: Option<Unknown<'env>>,
-        b_name: &str,
+        lane: Lane,
+        (a, a_name): (Option<Unknown<'env>>, &str),
+        (b, b_name): (Option<Unknown<'env>>, &str),
         f: impl Fn(&Engine, &Value, &Value) -> CoreResult<Value> + Send + Sync + 'static,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let args = to_json(env, a, a_name).and_then(|a| Ok((a, to_json(env, b, b_name)?)));
-        spawn_fast(env, &self.engine, args.map(|(a, b)| -> FastJob { Arc::new(move |e: &Engine| f(e, &a, &b)) }))
+        spawn_fast(env, &self.lanes, lane, args.map(|(a, b)| -> FastJob { Arc::new(move |e: &Engine| f(e, &a, &b)) }))
     }
 
     fn run<'env>(&self, env: &'env Env, job: CoreResult<Job>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {

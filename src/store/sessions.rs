@@ -9,6 +9,21 @@ use crate::entry::{self, Entry};
 use crate::error::{Error, Result};
 use crate::keys::{self, SessionKind};
 
+/// The entry fields the inventory columns are projected from (`inventory.rs`): a write that
+/// changes one of them takes the full [`Db::put_session`].
+const INVENTORY_SOURCES: [&str; 10] = [
+    "archivedAt",
+    "pinnedAt",
+    "owner",
+    "createdActor",
+    "projectId",
+    "spawnedCwd",
+    "spawnedWorkspaceDir",
+    "category",
+    "parentSessionKey",
+    "ownerSessionKey",
+];
+
 /// A stored session: its canonical key and its entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListedRow {
@@ -190,6 +205,34 @@ impl Db<'_> {
         ])
         .map_err(sql)?;
         self.put_inventory_facts(key, entry)
+    }
+
+    /// As [`put_session`](Self::put_session), given the entry the row holds now (`old`, read in
+    /// the same transaction): when the new entry leaves every indexed column but `updated_at` as
+    /// it was (the usual upsert: new counters, a new route), only `updated_at`, `search` and the
+    /// entry are written, so SQLite rewrites one index instead of five (perf: 30 KB of log per
+    /// upsert against better-sqlite3's 19 KB).
+    pub fn put_session_over(&self, key: &str, old: Option<&Entry>, entry: &Entry) -> Result<()> {
+        let same = |f: &str| old.map(|o| entry::str_field(o, f) == entry::str_field(entry, f)).unwrap_or(false);
+        // the fields the inventory columns are projected from (inventory.rs), compared whole
+        let same_value = |f: &str| old.map(|o| o.get(f) == entry.get(f)).unwrap_or(false);
+        let unchanged = old.is_some_and(|o| base_kind(key, o) == base_kind(key, entry))
+            && ["sessionId", "spawnedBy", "label"].iter().all(|f| same(f))
+            && INVENTORY_SOURCES.iter().all(|f| same_value(f));
+        if !unchanged {
+            return self.put_session(key, entry);
+        }
+        let json =
+            serde_json::to_string(entry).map_err(|e| Error::store(format!("cannot encode the entry of {key}: {e}")))?;
+        let mut st = self
+            .conn
+            .prepare_cached("UPDATE sessions SET updated_at = ?2, search = ?3, entry = ?4 WHERE key = ?1")
+            .map_err(sql)?;
+        let n = st.execute(params![key, entry::updated_at(entry), search_text(key, entry), json]).map_err(sql)?;
+        if n == 0 {
+            return self.put_session(key, entry);
+        }
+        Ok(())
     }
 
     /// Removes the row of `key`; whether it existed.

@@ -1,0 +1,91 @@
+// How calls are scheduled (README "How calls are run"): the writes of one turn of JS code run
+// together (inline in one transaction, the rest through the group-commit writer), each caller
+// told its own result or error, in call order, and a read issued after a write sees it.
+import { describe, expect, test } from 'vitest'
+
+import { openFile, openMem } from './helpers.js'
+
+const MIB = 1024 * 1024
+
+describe('writes folded together, each caller told its own outcome', () => {
+  test('given 1,000 upserts started in one turn when they settle then each has its own entry and every key is stored', async () => {
+    const { st } = await openFile()
+    const outs = await Promise.all(Array.from({ length: 1000 }, (_, i) => st.upsertSession(`agent:main:k${i}`, { label: `l${i}`, inputTokens: i })))
+    outs.forEach((e, i) => expect([e.label, e.inputTokens]).toEqual([`l${i}`, i]))
+    const stats = await st.stats()
+    expect(stats.sessions).toBe(1000)
+    for (const i of [0, 15, 16, 17, 500, 999]) expect((await st.getSession(`agent:main:k${i}`))?.label).toBe(`l${i}`)
+  })
+
+  test('given a burst with invalid calls among valid ones when it settles then only the invalid ones reject, with their own code, and the rest are stored', async () => {
+    const { st } = await openFile()
+    const calls = Array.from({ length: 60 }, (_, i) =>
+      i % 7 === 3 ? st.upsertSession(`agent:main:bad${i}`, { updatedAt: 'soon' } as any) : st.upsertSession(`agent:main:ok${i}`, { label: `v${i}` }),
+    )
+    const settled = await Promise.allSettled(calls)
+    settled.forEach((s, i) => {
+      if (i % 7 === 3) {
+        expect(s.status).toBe('rejected')
+        expect((s as PromiseRejectedResult).reason.code).toBe('INVALID_REQUEST')
+      } else {
+        expect(s.status).toBe('fulfilled')
+        expect((s as PromiseFulfilledResult<any>).value.label).toBe(`v${i}`)
+      }
+    })
+    for (let i = 0; i < 60; i++) {
+      const e = await st.getSession(i % 7 === 3 ? `agent:main:bad${i}` : `agent:main:ok${i}`)
+      expect(e?.label ?? null).toBe(i % 7 === 3 ? null : `v${i}`)
+    }
+  })
+
+  test('given many upserts of one key in one turn when they settle then they applied in call order', async () => {
+    const st = await openMem()
+    const outs = await Promise.all(Array.from({ length: 100 }, (_, i) => st.upsertSession('agent:main:same', { inputTokens: i, [`f${i}`]: true })))
+    outs.forEach((e, i) => {
+      expect(e.inputTokens).toBe(i)
+      expect(e[`f${i}`]).toBe(true)
+    })
+    const last = await st.getSession('agent:main:same')
+    expect(last?.inputTokens).toBe(99)
+    expect(Object.keys(last!).filter((k) => /^f\d+$/.test(k))).toHaveLength(100)
+  })
+
+  test('given writes then reads issued in the same turn when they settle then each read sees the writes before it', async () => {
+    const { st } = await openFile()
+    const ps: Promise<any>[] = []
+    for (let i = 0; i < 40; i++) {
+      ps.push(st.upsertSession('agent:main:seq', { inputTokens: i }))
+      ps.push(st.getSession('agent:main:seq'))
+      ps.push(st.appendMessages('agent:main:seq', [{ role: 'user', content: `m${i}` }]))
+      ps.push(st.chatHistory('agent:main:seq', { limit: 1000 }))
+    }
+    const outs = await Promise.all(ps)
+    for (let i = 0; i < 40; i++) {
+      expect(outs[i * 4 + 1].inputTokens).toBe(i)
+      const h = outs[i * 4 + 3]
+      expect(h.messages).toHaveLength(i + 1)
+      expect(h.messages[i].content).toBe(`m${i}`)
+    }
+  })
+
+  test('given a store closed while a burst is queued when it settles then every call either succeeded or rejected CLOSED', async () => {
+    const { st } = await openFile()
+    const calls = Array.from({ length: 300 }, (_, i) => st.upsertSession(`agent:main:c${i}`, { label: 'x' }))
+    const closing = st.close()
+    const settled = await Promise.allSettled(calls)
+    await closing
+    for (const s of settled) {
+      if (s.status === 'rejected') expect(s.reason.code).toBe('CLOSED')
+    }
+  })
+
+  test('given large appends in a burst when the mirror is on then every mirrored line follows its transcript', async () => {
+    const { st } = await openFile()
+    const body = 'x'.repeat(MIB / 16)
+    await Promise.all(Array.from({ length: 40 }, (_, i) => st.appendMessages(`agent:main:m${i % 4}`, [{ role: 'user', content: `${i} ${body}` }])))
+    for (let k = 0; k < 4; k++) {
+      const h = await st.chatHistory(`agent:main:m${k}`, { limit: 100 })
+      expect(h.messages.map((m: any) => Number(String(m.content).split(" ")[0]))).toEqual(Array.from({ length: 10 }, (_, j) => j * 4 + k))
+    }
+  })
+})

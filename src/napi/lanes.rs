@@ -1,0 +1,275 @@
+//! The lanes of one `SessionTools`: where a short store job goes when it cannot run inline.
+//! Writes go to the store's group-commit writer (concurrent writes share one transaction);
+//! reads go to one reader thread (the store has one read connection, so more threads would only
+//! wait for it). Either way the promise is settled through the completion port, with no
+//! threadsafe function or event-loop wake-up of its own.
+//!
+//! Slow or async work (filtered lists, import, the orchestration) does not come here.
+
+use std::cell::RefCell;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::*;
+use napi::Env;
+
+use super::port::{self, Ticket};
+use crate::engine::Engine;
+use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
+use crate::store::{GroupJob, GroupWriter, Store};
+
+/// A short job answering JSON text.
+pub type LaneJob = Box<dyn FnOnce(&Engine) -> CoreResult<String> + Send + 'static>;
+/// A short job that may run inline, and run again elsewhere if it would have waited.
+pub type FastTextJob = Arc<dyn Fn(&Engine) -> CoreResult<String> + Send + Sync + 'static>;
+
+/// Most jobs of one turn of JS code run inline on the JS thread (the rest go to their lane), so
+/// a burst holds the event loop for a bounded time.
+const INLINE_MAX: usize = 16;
+
+/// Which lane a job takes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lane {
+    Read,
+    Write,
+}
+
+struct EngineRef(Arc<Engine>);
+impl AsRef<Store> for EngineRef {
+    fn as_ref(&self) -> &Store {
+        self.0.store()
+    }
+}
+
+type ReadTask = Box<dyn FnOnce() + Send + 'static>;
+
+pub struct Lanes {
+    engine: Arc<Engine>,
+    writer: GroupWriter,
+    reader: Mutex<Option<Sender<ReadTask>>>,
+}
+
+impl Lanes {
+    pub fn start(engine: Arc<Engine>) -> CoreResult<Lanes> {
+        let writer = GroupWriter::start(Arc::new(EngineRef(engine.clone())))?;
+        let (tx, rx) = mpsc::channel::<ReadTask>();
+        std::thread::Builder::new()
+            .name("session-tools-reader".into())
+            .spawn(move || {
+                while let Ok(task) = rx.recv() {
+                    task();
+                }
+            })
+            .map_err(|e| CoreError::store(format!("cannot start the reader thread: {e}")))?;
+        Ok(Lanes { engine, writer, reader: Mutex::new(Some(tx)) })
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Runs `job` on its lane with a promise of its own.
+    pub fn submit<'env>(
+        &self,
+        env: &'env Env,
+        lane: Lane,
+        job: LaneJob,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let (ticket, promise) = port::promise(env)?;
+        self.submit_ticket(lane, job, ticket);
+        Ok(promise)
+    }
+
+    /// Runs `job` on its lane; the promise settles on the JS thread once its outcome holds (for a
+    /// write: once the transaction that holds it has committed).
+    fn submit_ticket(&self, lane: Lane, job: LaneJob, ticket: Ticket) {
+        let engine = self.engine.clone();
+        let run = move || -> CoreResult<String> {
+            if engine.store().is_closed() {
+                return Err(CoreError::closed());
+            }
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&engine))).unwrap_or_else(|_| {
+                Err(CoreError::new(
+                    ErrorCode::StoreError,
+                    "internal error: the operation failed unexpectedly (a bug; please report it)",
+                ))
+            })
+        };
+        match lane {
+            Lane::Write => self.writer.submit(Box::new(run), Box::new(move |out| ticket.complete(out))),
+            Lane::Read => {
+                let task: ReadTask = Box::new(move || ticket.complete(run()));
+                let sent = match &*self.reader.lock().unwrap_or_else(|p| p.into_inner()) {
+                    Some(tx) => tx.send(task).map_err(|e| e.0),
+                    None => Err(task),
+                };
+                if let Err(task) = sent {
+                    // no reader thread any more: run it here rather than never
+                    task();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Lanes {
+    fn drop(&mut self) {
+        self.writer.stop();
+        self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+/// A job waiting for the end of the current synchronous turn of JS code.
+struct Queued {
+    lanes: Arc<Lanes>,
+    lane: Lane,
+    job: FastTextJob,
+    ticket: Ticket,
+}
+
+thread_local! {
+    /// This turn's writes (and the reads that came after them), in call order.
+    static TURN: RefCell<Vec<Queued>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether the current turn has writes waiting: a read then waits behind them.
+pub fn turn_has_writes() -> bool {
+    TURN.with(|t| !t.borrow().is_empty())
+}
+
+/// Queues a job for the end of this synchronous turn of JS code (a microtask): a write, or a
+/// read that came after a write of the same turn. The writes of a turn run together: up to
+/// [`INLINE_MAX`] of them in one transaction on the JS thread when the store is free at once,
+/// the rest (or all, when it is not) in the group-commit writer.
+pub fn queue<'env>(
+    env: &'env Env,
+    lanes: &Arc<Lanes>,
+    lane: Lane,
+    job: FastTextJob,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let (ticket, promise) = port::promise(env)?;
+    let first = TURN.with(|t| {
+        let mut t = t.borrow_mut();
+        t.push(Queued { lanes: lanes.clone(), lane, job, ticket });
+        t.len() == 1
+    });
+    if first {
+        if let Err(e) = schedule_flush(env) {
+            super::js::clear_pending(env);
+            // without a microtask, run the turn's jobs off the thread now
+            let _ = e;
+            for q in TURN.with(|t| std::mem::take(&mut *t.borrow_mut())) {
+                let job = q.job.clone();
+                q.lanes.submit_ticket(q.lane, Box::new(move |e: &Engine| job(e)), q.ticket);
+            }
+        }
+    }
+    Ok(promise)
+}
+
+fn schedule_flush(env: &Env) -> napi::Result<()> {
+    let flush = env.create_function_from_closure::<(), (), _>("sessionToolsFlush", |ctx| {
+        flush(ctx.env);
+        Ok(())
+    })?;
+    let global = env.get_global()?;
+    let queue: Function<Unknown, Unknown> = global.get_named_property("queueMicrotask")?;
+    queue.call(flush.to_unknown())?;
+    Ok(())
+}
+
+/// Runs this turn's queued jobs, in call order (see [`queue`]).
+fn flush(env: &Env) {
+    let queued = TURN.with(|t| std::mem::take(&mut *t.borrow_mut()));
+    let mut budget = INLINE_MAX;
+    // once a job went to a lane, every later one follows it there, so none overtakes it
+    let mut spilled = false;
+    let mut writes: Vec<Queued> = Vec::new();
+    for q in queued {
+        if spilled || budget == 0 {
+            // the writes gathered so far run first (inline or on the writer), then this one
+            if !writes.is_empty() {
+                run_writes(env, std::mem::take(&mut writes));
+            }
+            spilled = true;
+            spill(q);
+            continue;
+        }
+        if q.lane == Lane::Write && writes.last().is_none_or(|w| Arc::ptr_eq(&w.lanes, &q.lanes)) {
+            budget -= 1;
+            writes.push(q);
+            continue;
+        }
+        spilled = !run_writes(env, std::mem::take(&mut writes));
+        if spilled {
+            spill(q);
+            continue;
+        }
+        if q.lane == Lane::Write {
+            budget -= 1;
+            writes.push(q);
+            continue;
+        }
+        budget -= 1;
+        let engine = q.lanes.engine.clone();
+        let job = q.job.clone();
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(&engine))));
+        match out {
+            Ok(Err(e)) if crate::store::is_would_block(&e) => spill(q),
+            Ok(out) => q.ticket.settle_now(env, out),
+            Err(_) => q.ticket.settle_now(env, Err(internal_error())),
+        }
+    }
+    if !writes.is_empty() {
+        run_writes(env, writes);
+    }
+}
+
+fn internal_error() -> CoreError {
+    CoreError::new(ErrorCode::StoreError, "internal error: the operation failed unexpectedly (a bug; please report it)")
+}
+
+/// To its lane, after what is already there; a read that follows writes sent to the writer
+/// goes to the writer too (it reads inside the batch), so it sees them.
+fn spill(q: Queued) {
+    let job = q.job.clone();
+    q.lanes.submit_ticket(Lane::Write, Box::new(move |e: &Engine| job(e)), q.ticket);
+}
+
+/// The writes of one store in one inline transaction; whether they ran (else they went to the
+/// writer, and the caller must keep later jobs behind them).
+fn run_writes(env: &Env, writes: Vec<Queued>) -> bool {
+    let Some(first) = writes.first() else { return true };
+    let lanes = first.lanes.clone();
+    let engine = lanes.engine.clone();
+    let jobs: Vec<GroupJob> = writes
+        .iter()
+        .map(|q| {
+            let (job, engine) = (q.job.clone(), engine.clone());
+            Box::new(move || job(&engine)) as GroupJob
+        })
+        .collect();
+    match engine.store().try_run_inline(jobs) {
+        Ok(outs) => {
+            let mut later = false;
+            for (q, out) in writes.into_iter().zip(outs) {
+                match out {
+                    // it wrote nothing: it runs again on the writer, as every later one
+                    Err(e) if crate::store::is_would_block(&e) || later => {
+                        let _ = e;
+                        later = true;
+                        spill(q);
+                    }
+                    out => q.ticket.settle_now(env, out),
+                }
+            }
+            !later
+        }
+        Err(_) => {
+            for q in writes {
+                spill(q);
+            }
+            false
+        }
+    }
+}

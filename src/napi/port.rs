@@ -1,0 +1,247 @@
+//! The completion port: how the results of store jobs run off the JS thread (the group-commit
+//! writer, the reader lane) come back to it.
+//!
+//! napi's own futures create a threadsafe function, an environment cleanup hook and a wake-up of
+//! the event loop for every call: about 70–120 µs of the JS thread per call in a burst. Here one
+//! threadsafe function per JS environment, created once, carries every result: a job's
+//! [`Ticket`] queues its outcome (JSON text or an error), the first outcome of an empty queue
+//! wakes the loop, and the JS thread settles the queued promises, at most [`CHUNK`] per turn of
+//! the event loop (the rest on the next one, through `setImmediate`), so a burst of results
+//! never holds the loop for long. While promises are pending the port keeps Node alive; idle, it
+//! does not.
+//!
+//! It decides nothing: what runs where is the caller's choice.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::ptr;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::*;
+use napi::{sys, Env};
+
+use super::error::error_value;
+use super::js::from_json_text;
+use crate::error::{Error as CoreError, Result as CoreResult};
+
+/// Most promises settled in one turn of the event loop.
+const CHUNK: usize = 64;
+
+/// A settled job: its promise (a `napi_deferred`, used only on the JS thread) and its outcome.
+struct Done {
+    deferred: usize,
+    out: CoreResult<String>,
+}
+
+#[derive(Default)]
+struct Queue {
+    done: Vec<Done>,
+    /// the loop was woken (or a `setImmediate` is queued) and has not drained yet
+    woken: bool,
+    /// `None` once the environment is being torn down
+    tsfn: Option<usize>,
+}
+
+/// The part the job threads share.
+struct Shared {
+    queue: Mutex<Queue>,
+}
+
+/// Handed to a job: settles its promise once, from any thread.
+pub struct Ticket {
+    shared: Arc<Shared>,
+    deferred: usize,
+}
+
+impl Ticket {
+    /// Settles the promise now; on the JS thread only.
+    pub fn settle_now(self, env: &Env, out: CoreResult<String>) {
+        settle(env, Done { deferred: self.deferred, out });
+        if let Some(local) = PORT.with(|p| p.borrow().clone()) {
+            local.pending.set(local.pending.get().saturating_sub(1));
+            if local.pending.get() == 0 {
+                // SAFETY: on the JS thread; idle, the port does not keep Node alive.
+                unsafe { sys::napi_unref_threadsafe_function(env.raw(), local.tsfn) };
+            }
+        }
+    }
+
+    /// Settles the promise from any thread, through the port.
+    pub fn complete(self, out: CoreResult<String>) {
+        let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(tsfn) = q.tsfn else { return };
+        q.done.push(Done { deferred: self.deferred, out });
+        if !q.woken {
+            q.woken = true;
+            // SAFETY: the function is alive while `tsfn` is set (the teardown hook clears it
+            // under this lock before Node finalizes it).
+            unsafe {
+                sys::napi_call_threadsafe_function(
+                    tsfn as sys::napi_threadsafe_function,
+                    ptr::null_mut(),
+                    sys::ThreadsafeFunctionCallMode::nonblocking,
+                );
+            }
+        }
+    }
+}
+
+/// The port of the current JS thread's environment.
+struct Local {
+    shared: Arc<Shared>,
+    tsfn: sys::napi_threadsafe_function,
+    /// promises not settled yet
+    pending: Cell<usize>,
+}
+
+thread_local! {
+    static PORT: RefCell<Option<Rc<Local>>> = const { RefCell::new(None) };
+}
+
+fn port(env: &Env) -> napi::Result<Rc<Local>> {
+    if let Some(p) = PORT.with(|p| p.borrow().clone()) {
+        return Ok(p);
+    }
+    let shared = Arc::new(Shared { queue: Mutex::new(Queue::default()) });
+    let name = env.create_string("session-tools")?;
+    let mut tsfn = ptr::null_mut();
+    let context = Arc::into_raw(shared.clone()) as *mut c_void;
+    // SAFETY: plain napi calls on the JS thread; `context` is an owned `Arc` reclaimed by the
+    // teardown hook.
+    unsafe {
+        let status = sys::napi_create_threadsafe_function(
+            env.raw(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+            name.raw(),
+            0,
+            1,
+            ptr::null_mut(),
+            None,
+            context,
+            Some(call_js),
+            &mut tsfn,
+        );
+        if status != sys::Status::napi_ok {
+            drop(Arc::from_raw(context as *const Shared));
+            return Err(napi::Error::new(Status::GenericFailure, "cannot create the completion port"));
+        }
+        sys::napi_unref_threadsafe_function(env.raw(), tsfn);
+        sys::napi_add_env_cleanup_hook(env.raw(), Some(teardown), context);
+    }
+    shared.queue.lock().unwrap_or_else(|p| p.into_inner()).tsfn = Some(tsfn as usize);
+    let local = Rc::new(Local { shared, tsfn, pending: Cell::new(0) });
+    PORT.with(|p| *p.borrow_mut() = Some(local.clone()));
+    Ok(local)
+}
+
+unsafe extern "C" fn teardown(arg: *mut c_void) {
+    // SAFETY: `arg` is the `Arc` given at creation, reclaimed once here.
+    let shared = unsafe { Arc::from_raw(arg as *const Shared) };
+    shared.queue.lock().unwrap_or_else(|p| p.into_inner()).tsfn = None;
+    PORT.with(|p| p.borrow_mut().take());
+}
+
+/// A new promise and the ticket that settles it.
+pub fn promise<'env>(env: &'env Env) -> napi::Result<(Ticket, PromiseRaw<'env, Unknown<'env>>)> {
+    let local = port(env)?;
+    let mut deferred = ptr::null_mut();
+    let mut promise = ptr::null_mut();
+    // SAFETY: on the JS thread with a live env.
+    let status = unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) };
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::new(Status::GenericFailure, "cannot create a promise"));
+    }
+    if local.pending.replace(local.pending.get() + 1) == 0 {
+        // SAFETY: on the JS thread; keeps Node alive while a promise is pending.
+        unsafe { sys::napi_ref_threadsafe_function(env.raw(), local.tsfn) };
+    }
+    let ticket = Ticket { shared: local.shared.clone(), deferred: deferred as usize };
+    Ok((ticket, PromiseRaw::new(env.raw(), promise)))
+}
+
+unsafe extern "C" fn call_js(env: sys::napi_env, _js_cb: sys::napi_value, _context: *mut c_void, _data: *mut c_void) {
+    if env.is_null() {
+        return; // the environment is going away
+    }
+    drain(&Env::from_raw(env));
+}
+
+/// Settles up to [`CHUNK`] queued promises; asks for another turn when more are queued.
+fn drain(env: &Env) {
+    let Some(local) = PORT.with(|p| p.borrow().clone()) else { return };
+    let (batch, more) = {
+        let mut q = local.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let n = q.done.len().min(CHUNK);
+        let batch: Vec<Done> = q.done.drain(..n).collect();
+        let more = !q.done.is_empty();
+        // with nothing left, the next outcome wakes the loop again
+        q.woken = more;
+        (batch, more)
+    };
+    for d in batch {
+        settle(env, d);
+        local.pending.set(local.pending.get().saturating_sub(1));
+    }
+    if more && again(env).is_err() {
+        // no `setImmediate`: settle the rest now rather than never
+        super::js::clear_pending(env);
+        loop {
+            let rest: Vec<Done> =
+                std::mem::take(&mut local.shared.queue.lock().unwrap_or_else(|p| p.into_inner()).done);
+            if rest.is_empty() {
+                break;
+            }
+            for d in rest {
+                settle(env, d);
+                local.pending.set(local.pending.get().saturating_sub(1));
+            }
+        }
+        local.shared.queue.lock().unwrap_or_else(|p| p.into_inner()).woken = false;
+    }
+    if local.pending.get() == 0 {
+        // SAFETY: on the JS thread; idle, the port does not keep Node alive.
+        unsafe { sys::napi_unref_threadsafe_function(env.raw(), local.tsfn) };
+    }
+}
+
+/// The rest of the queue on the next turn of the event loop.
+fn again(env: &Env) -> napi::Result<()> {
+    let f = env.create_function_from_closure::<(), (), _>("sessionToolsDrain", |ctx| {
+        drain(ctx.env);
+        Ok(())
+    })?;
+    let global = env.get_global()?;
+    let set_immediate: Function<Unknown, Unknown> = global.get_named_property("setImmediate")?;
+    set_immediate.call(f.to_unknown())?;
+    Ok(())
+}
+
+fn settle(env: &Env, d: Done) {
+    let deferred = d.deferred as sys::napi_deferred;
+    let value = match d.out {
+        Ok(text) => {
+            from_json_text(env, &text).map_err(|e| CoreError::store(format!("cannot read the result: {}", e.reason)))
+        }
+        Err(e) => Err(e),
+    };
+    // SAFETY: each deferred is settled exactly once, on the JS thread.
+    unsafe {
+        match value {
+            Ok(v) => {
+                sys::napi_resolve_deferred(env.raw(), deferred, v.raw());
+            }
+            Err(e) => {
+                super::js::clear_pending(env);
+                let raw = error_value(env, &e).map(|v| v.raw()).unwrap_or_else(|_| {
+                    super::js::clear_pending(env);
+                    let mut undefined = ptr::null_mut();
+                    sys::napi_get_undefined(env.raw(), &mut undefined);
+                    undefined
+                });
+                sys::napi_reject_deferred(env.raw(), deferred, raw);
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Group commit: every job told its own outcome, only after the commit that holds it.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::{Deliver, GroupJob, GroupWriter};
+use crate::entry;
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::{Fault, Store};
+
+struct Owner(Store);
+impl AsRef<Store> for Owner {
+    fn as_ref(&self) -> &Store {
+        &self.0
+    }
+}
+
+fn open() -> Arc<Owner> {
+    let dir = std::env::temp_dir().join(format!("st-group-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Arc::new(Owner(Store::open(dir.join("g.db").to_str().unwrap()).unwrap()))
+}
+
+fn put(store: &Store, key: &str, label: &str) -> Result<String> {
+    let mut patch = Map::new();
+    patch.insert("label".into(), json!(label));
+    store.write(|db| {
+        let e = entry::merge(db.session(key)?.as_ref(), &patch, entry::now_ms());
+        db.put_session(key, &e)?;
+        Ok(label.to_owned())
+    })
+}
+
+fn label(store: &Store, key: &str) -> Option<Value> {
+    store.read(|db| db.session(key)).unwrap().and_then(|e| e.get("label").cloned())
+}
+
+/// Submits `jobs` while the writer connection is held, so that they all wait for one batch.
+fn submit_held(o: &Arc<Owner>, w: &GroupWriter, jobs: Vec<GroupJob>) -> Vec<Result<String>> {
+    let (tx, rx) = mpsc::channel();
+    let n = jobs.len();
+    {
+        let held = o.0.writer.lock().unwrap();
+        for (i, job) in jobs.into_iter().enumerate() {
+            let tx = tx.clone();
+            let deliver: Deliver = Box::new(move |out| tx.send((i, out)).unwrap());
+            w.submit(job, deliver);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+    }
+    let mut outs: Vec<(usize, Result<String>)> =
+        (0..n).map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap()).collect();
+    outs.sort_by_key(|(i, _)| *i);
+    outs.into_iter().map(|(_, o)| o).collect()
+}
+
+#[test]
+fn concurrent_writes_share_one_transaction_and_each_gets_its_own_result() {
+    let o = open();
+    let w = GroupWriter::start(o.clone()).unwrap();
+    let jobs: Vec<GroupJob> = (0..40)
+        .map(|i| {
+            let o = o.clone();
+            Box::new(move || put(&o.0, &format!("agent:main:k{i}"), &format!("l{i}"))) as GroupJob
+        })
+        .collect();
+    let before = w.batches();
+    let outs = submit_held(&o, &w, jobs);
+    for (i, out) in outs.iter().enumerate() {
+        assert_eq!(out.as_deref().unwrap(), format!("l{i}"));
+        assert_eq!(label(&o.0, &format!("agent:main:k{i}")), Some(json!(format!("l{i}"))));
+    }
+    // the first may have been taken alone before the rest queued up; the rest share one
+    assert!(w.batches() - before <= 2, "{} batches for 40 jobs", w.batches() - before);
+}
+
+#[test]
+fn a_failing_job_rolls_back_only_its_own_write_and_is_told_its_own_error() {
+    let o = open();
+    let w = GroupWriter::start(o.clone()).unwrap();
+    let (a, b, c) = (o.clone(), o.clone(), o.clone());
+    let jobs: Vec<GroupJob> = vec![
+        Box::new(move || put(&a.0, "agent:main:a", "one")),
+        Box::new(move || {
+            b.0.write(|db| {
+                let e = entry::merge(None, &Map::new(), entry::now_ms());
+                db.put_session("agent:main:b", &e)?;
+                Err::<String, _>(Error::invalid_request("refused after writing"))
+            })
+        }),
+        Box::new(move || -> Result<String> { panic!("a bug in a job") }),
+        Box::new(move || put(&c.0, "agent:main:c", "three")),
+    ];
+    let outs = submit_held(&o, &w, jobs);
+    assert_eq!(outs[0].as_deref().unwrap(), "one");
+    let e = outs[1].as_ref().unwrap_err();
+    assert_eq!((e.code(), e.message()), (ErrorCode::InvalidRequest, "refused after writing"));
+    assert!(outs[2].as_ref().unwrap_err().message().contains("internal error"));
+    assert_eq!(outs[3].as_deref().unwrap(), "three");
+    assert_eq!(label(&o.0, "agent:main:a"), Some(json!("one")));
+    assert_eq!(o.0.read(|db| db.session("agent:main:b")).unwrap(), None);
+    assert_eq!(label(&o.0, "agent:main:c"), Some(json!("three")));
+    assert!(o.0.read(|db| db.integrity_ok()).unwrap());
+}
+
+#[test]
+fn a_side_effect_after_a_commit_sees_its_write_committed_and_the_batch_goes_on() {
+    let o = open();
+    let w = GroupWriter::start(o.clone()).unwrap();
+    let path = o.0.file().unwrap().to_owned();
+    let (a, b, c) = (o.clone(), o.clone(), o.clone());
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let seen2 = seen.clone();
+    let jobs: Vec<GroupJob> = vec![
+        Box::new(move || put(&a.0, "agent:main:a", "one")),
+        Box::new(move || {
+            b.0.write_then(
+                |db| {
+                    let e = entry::merge(None, &Map::new(), entry::now_ms());
+                    db.put_session("agent:main:b", &e)?;
+                    Ok("two".to_owned())
+                },
+                |_| {
+                    // another connection sees both writes: they are committed
+                    let c = rusqlite::Connection::open(&path).unwrap();
+                    let n: i64 = c.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0)).unwrap();
+                    *seen2.lock().unwrap() = Some(n);
+                },
+            )
+        }),
+        Box::new(move || put(&c.0, "agent:main:c", "three")),
+    ];
+    let outs = submit_held(&o, &w, jobs);
+    assert!(outs.iter().all(Result::is_ok), "{outs:?}");
+    assert_eq!(*seen.lock().unwrap(), Some(2));
+    assert_eq!(label(&o.0, "agent:main:c"), Some(json!("three")));
+}
+
+#[test]
+fn a_transaction_lost_under_the_jobs_fails_every_job_in_it_and_the_store_recovers() {
+    let o = open();
+    let w = GroupWriter::start(o.clone()).unwrap();
+    for i in 0..20 {
+        put(&o.0, &format!("agent:main:seed{i}"), "x").unwrap();
+    }
+    o.0.inject_fault(Some(Fault::DiskFull)).unwrap();
+    let big = "y".repeat(200_000);
+    let jobs: Vec<GroupJob> = (0..6)
+        .map(|i| {
+            let (o, big) = (o.clone(), big.clone());
+            Box::new(move || put(&o.0, &format!("agent:main:big{i}"), &big).map(|_| format!("ok{i}"))) as GroupJob
+        })
+        .collect();
+    let outs = submit_held(&o, &w, jobs);
+    assert!(outs.iter().all(Result::is_err), "{outs:?}");
+    for out in &outs {
+        assert_eq!(out.as_ref().unwrap_err().code(), ErrorCode::StoreError);
+    }
+    o.0.inject_fault(None).unwrap();
+    for i in 0..6 {
+        assert_eq!(o.0.read(|db| db.session(&format!("agent:main:big{i}"))).unwrap(), None);
+    }
+    let (tx, rx) = mpsc::channel();
+    let o2 = o.clone();
+    w.submit(Box::new(move || put(&o2.0, "agent:main:after", "fine")), Box::new(move |out| tx.send(out).unwrap()));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap(), "fine");
+    assert!(o.0.read(|db| db.integrity_ok()).unwrap());
+}
+
+#[test]
+fn a_closed_store_or_a_stopped_writer_answers_closed() {
+    let o = open();
+    let w = GroupWriter::start(o.clone()).unwrap();
+    o.0.close();
+    let (tx, rx) = mpsc::channel();
+    let o2 = o.clone();
+    let tx2 = tx.clone();
+    w.submit(Box::new(move || put(&o2.0, "agent:main:a", "one")), Box::new(move |out| tx2.send(out).unwrap()));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap_err().code(), ErrorCode::Closed);
+    w.stop();
+    w.submit(Box::new(|| Ok(String::new())), Box::new(move |out| tx.send(out).unwrap()));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap_err().code(), ErrorCode::Closed);
+}
+
+#[test]
+fn an_inline_batch_runs_at_once_or_hands_every_job_back_without_waiting() {
+    let o = open();
+    let jobs = |n: usize| -> Vec<GroupJob> {
+        (0..n)
+            .map(|i| {
+                let o = o.clone();
+                Box::new(move || put(&o.0, &format!("agent:main:i{i}"), &format!("v{i}"))) as GroupJob
+            })
+            .collect()
+    };
+    // our own writer connection busy on another thread: every job comes back, none ran
+    let held = o.0.writer.lock().unwrap();
+    let back = std::thread::scope(|sc| sc.spawn(|| o.0.try_run_inline(jobs(3))).join().unwrap());
+    assert_eq!(back.err().map(|j| j.len()), Some(3));
+    drop(held);
+    // another connection (another process, as far as SQLite knows) holds the write lock
+    let other = rusqlite::Connection::open(o.0.file().unwrap()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(o.0.try_run_inline(jobs(3)).err().map(|j| j.len()), Some(3));
+    assert!(started.elapsed() < Duration::from_secs(2), "an inline batch waited for a lock");
+    other.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(o.0.read(|db| db.session("agent:main:i0")).unwrap(), None);
+    // free: all run in one transaction, each with its own outcome
+    let mut js = jobs(3);
+    js.push(Box::new(|| Err(Error::invalid_request("mine alone"))));
+    let outs = o.0.try_run_inline(js).ok().unwrap();
+    assert_eq!(outs.len(), 4);
+    for (i, out) in outs.iter().take(3).enumerate() {
+        assert_eq!(out.as_deref().unwrap(), format!("v{i}"));
+        assert_eq!(label(&o.0, &format!("agent:main:i{i}")), Some(json!(format!("v{i}"))));
+    }
+    assert_eq!(outs[3].as_ref().unwrap_err().message(), "mine alone");
+    // the batch is over: this thread writes on its own again
+    put(&o.0, "agent:main:after", "alone").unwrap();
+    assert_eq!(label(&o.0, "agent:main:after"), Some(json!("alone")));
+}

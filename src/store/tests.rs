@@ -1,0 +1,320 @@
+//! The store: opening, refusing files that are not ours, inline calls that never wait, lists
+//! and history pages walking their indexes, writes that keep every projected column in step.
+
+use super::*;
+use crate::entry;
+use crate::store::sessions::ListFilter;
+use serde_json::{json, Map, Value};
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("st-store-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn put(store: &Store, key: &str, patch: Value) {
+    let patch: Map<String, Value> = patch.as_object().cloned().unwrap();
+    store
+        .write(|db| {
+            let e = entry::merge(db.session(key)?.as_ref(), &patch, entry::now_ms());
+            db.put_session(key, &e)
+        })
+        .unwrap();
+}
+
+#[test]
+fn inline_calls_never_wait_they_report_would_block_instead() {
+    let p = tmp("inline.db");
+    let a = Store::open(p.to_str().unwrap()).unwrap();
+    let b = Store::open(p.to_str().unwrap()).unwrap();
+    put(&a, "agent:main:k", json!({"label": "one"}));
+    // another thread holds this store's writer connection
+    let guard = a.writer.lock().unwrap();
+    let started = std::time::Instant::now();
+    let e = inline(|| a.write(|db| db.session("agent:main:k"))).unwrap_err();
+    assert!(is_would_block(&e));
+    drop(guard);
+    // another connection (another process, as far as SQLite knows) holds the write lock
+    let mut held = b.writer.lock().unwrap();
+    let tx = held.as_mut().unwrap().transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+    let e = inline(|| {
+        a.write(|db| {
+            let mut en = db.session("agent:main:k")?.unwrap_or_default();
+            en.insert("label".into(), json!("two"));
+            db.put_session("agent:main:k", &en)
+        })
+    })
+    .unwrap_err();
+    assert!(is_would_block(&e), "{}", e.message());
+    assert!(started.elapsed() < Duration::from_secs(5), "an inline call waited for a lock");
+    // reads are not blocked by a writer in WAL mode
+    let en = inline(|| a.read(|db| db.session("agent:main:k"))).unwrap().unwrap();
+    assert_eq!(en["label"], "one");
+    drop(tx);
+    drop(held);
+    // a job that swallows the refusal (as a fail-closed policy read does) still counts as
+    // would-block, so its made-up answer never reaches the caller
+    let held_reader = a.reader.as_ref().unwrap().lock().unwrap();
+    let swallowed = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            inline(|| {
+                let r = a.read(|db| db.session("agent:main:k"));
+                Ok(if r.is_err() { "deny" } else { "allow" })
+            })
+        })
+        .join()
+        .unwrap()
+    });
+    drop(held_reader);
+    assert!(swallowed.as_ref().is_err_and(is_would_block), "{swallowed:?}");
+    // once the lock is free the same call goes through, and waiting calls wait again
+    put(&a, "agent:main:k", json!({"label": "three"}));
+    assert!(!inline_mode(), "inline mode ends with its call");
+    let en = a.read(|db| db.session("agent:main:k")).unwrap().unwrap();
+    assert_eq!(en["label"], "three");
+}
+
+#[test]
+fn a_write_over_an_entry_keeps_every_projected_column_in_step() {
+    let s = Store::open(":memory:").unwrap();
+    let cols = |k: &str| {
+        s.read(|db| {
+            db.conn
+                .query_row(
+                    "SELECT session_id, label, spawned_by, archived, grp, updated_at FROM sessions WHERE key = ?1",
+                    [k],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, Option<String>>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                            r.get::<_, i64>(3)?,
+                            r.get::<_, Option<String>>(4)?,
+                            r.get::<_, i64>(5)?,
+                        ))
+                    },
+                )
+                .map_err(super::sql)
+        })
+        .unwrap()
+    };
+    let over = |k: &str, patch: Value, now: i64| {
+        let patch: Map<String, Value> = patch.as_object().cloned().unwrap();
+        s.write(|db| {
+            let old = db.session(k)?;
+            let e = entry::merge(old.as_ref(), &patch, now);
+            db.put_session_over(k, old.as_ref(), &e)
+        })
+        .unwrap();
+    };
+    let k = "agent:main:k";
+    over(k, json!({"sessionId": "s1", "label": "a"}), 1_000);
+    // only counters and the time change: the short path
+    over(k, json!({"inputTokens": 5}), 2_000);
+    assert_eq!(cols(k), ("s1".into(), Some("a".into()), None, 0, None, 2_000));
+    assert_eq!(s.read(|db| db.session(k)).unwrap().unwrap()["inputTokens"], 5);
+    // an indexed or projected field changes: every column follows
+    over(k, json!({"label": "b", "spawnedBy": "agent:main:main", "archivedAt": 5, "category": "g"}), 3_000);
+    assert_eq!(cols(k), ("s1".into(), Some("b".into()), Some("agent:main:main".into()), 1, Some("g".into()), 3_000));
+    over(k, json!({"sessionId": "s2"}), 4_000);
+    assert_eq!(cols(k).0, "s2");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_and_left_unchanged() {
+    let p = tmp("notes.txt");
+    let text = "not a database, just some text that is long enough to look like a header........".repeat(20);
+    std::fs::write(&p, &text).unwrap();
+    let err = Store::open(p.to_str().unwrap()).err().unwrap();
+    assert_eq!(err.code(), ErrorCode::StoreError);
+    assert!(err.message().contains(p.to_str().unwrap()));
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+}
+
+#[test]
+fn a_sqlite_database_with_foreign_tables_is_refused() {
+    let p = tmp("foreign.db");
+    {
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch("CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ann');").unwrap();
+    }
+    let before = std::fs::read(&p).unwrap();
+    let err = Store::open(p.to_str().unwrap()).err().unwrap();
+    assert_eq!(err.code(), ErrorCode::StoreError);
+    assert!(err.message().contains("not a session-tools store"), "{}", err.message());
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+}
+
+#[test]
+fn an_empty_file_opens_as_a_new_store_and_reopens_with_its_data() {
+    let p = tmp("empty.db");
+    std::fs::write(&p, b"").unwrap();
+    let s = Store::open(p.to_str().unwrap()).unwrap();
+    put(&s, "agent:main:main", json!({"label": "x"}));
+    s.close();
+    assert!(s.is_closed());
+    assert_eq!(s.read(|db| db.session_count()).unwrap_err().code(), ErrorCode::Closed);
+    let s2 = Store::open(p.to_str().unwrap()).unwrap();
+    let e = s2.read(|db| db.session("agent:main:main")).unwrap().unwrap();
+    assert_eq!(e["label"], "x");
+}
+
+#[test]
+fn many_stores_opening_one_new_file_at_once_all_succeed() {
+    for _ in 0..10 {
+        let p = tmp("race.db");
+        let path = p.to_str().unwrap().to_owned();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    Store::open(&path).map(|_| ()).map_err(|e| e.message().to_owned())
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), Ok(()));
+        }
+    }
+}
+
+#[test]
+fn a_store_from_a_newer_schema_is_refused() {
+    let p = tmp("newer.db");
+    drop(Store::open(p.to_str().unwrap()).unwrap());
+    Connection::open(&p).unwrap().pragma_update(None, "user_version", 99).unwrap();
+    let err = Store::open(p.to_str().unwrap()).err().unwrap();
+    assert!(err.message().contains("newer"), "{}", err.message());
+}
+
+#[test]
+fn two_stores_on_one_file_lose_no_read_modify_write_update() {
+    let p = tmp("shared.db");
+    let path = p.to_str().unwrap().to_owned();
+    let a = std::sync::Arc::new(Store::open(&path).unwrap());
+    let b = std::sync::Arc::new(Store::open(&path).unwrap());
+    let mut handles = Vec::new();
+    for store in [a.clone(), b.clone(), a.clone(), b.clone()] {
+        handles.push(std::thread::spawn(move || {
+            for _ in 0..100 {
+                store
+                    .write(|db| {
+                        let existing = db.session("agent:main:counter")?;
+                        let n = existing.as_ref().and_then(|e| e.get("n")).and_then(Value::as_i64).unwrap_or(0);
+                        let mut patch = Map::new();
+                        patch.insert("n".into(), json!(n + 1));
+                        let e = entry::merge(existing.as_ref(), &patch, entry::now_ms());
+                        db.put_session("agent:main:counter", &e)
+                    })
+                    .unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+    let e = a.read(|db| db.session("agent:main:counter")).unwrap().unwrap();
+    assert_eq!(e["n"], 400);
+}
+
+#[test]
+fn history_pages_back_with_a_cursor() {
+    let s = Store::open(":memory:").unwrap();
+    let msgs: Vec<(Option<String>, String)> =
+        (1..=250).map(|i| (Some("user".to_owned()), format!(r#"{{"role":"user","content":"m{i}"}}"#))).collect();
+    s.write(|db| db.append_messages("sid", &msgs)).unwrap();
+    let p1 = s.read(|db| db.history_page("sid", 100, None)).unwrap();
+    assert_eq!(p1.messages.len(), 100);
+    assert!(p1.messages[0].json.contains("m151") && p1.messages[99].json.contains("m250"));
+    let p2 = s.read(|db| db.history_page("sid", 100, p1.next_before)).unwrap();
+    assert!(p2.messages[0].json.contains("m51"));
+    let p3 = s.read(|db| db.history_page("sid", 100, p2.next_before)).unwrap();
+    assert_eq!(p3.messages.len(), 50);
+    assert_eq!(p3.next_before, None);
+}
+
+fn plan(s: &Store, sql: &str) -> String {
+    s.read(|db| {
+        let mut st = db.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).map_err(super::sql)?;
+        let rows = st
+            .query_map([], |r| r.get::<_, String>(3))
+            .map_err(super::sql)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(super::sql)?;
+        Ok(rows.join("\n"))
+    })
+    .unwrap()
+}
+
+#[test]
+fn reading_the_last_messages_searches_the_primary_key_without_sorting() {
+    let s = Store::open(":memory:").unwrap();
+    let p = plan(
+        &s,
+        "SELECT seq, role, message FROM messages WHERE session_id = 'x' AND seq < 9 ORDER BY seq DESC LIMIT 21",
+    );
+    assert!(p.contains("SEARCH messages USING PRIMARY KEY"), "{p}");
+    assert!(!p.contains("TEMP B-TREE"), "{p}");
+}
+
+#[test]
+fn every_list_variant_walks_an_index_in_order_without_sorting() {
+    let s = Store::open(":memory:").unwrap();
+    for (name, q) in [
+        ("updated", sessions::LIST_BY_UPDATED),
+        ("spawned", sessions::LIST_BY_SPAWNED_BY),
+        ("label", sessions::LIST_BY_LABEL),
+        ("agent", sessions::LIST_BY_AGENT),
+    ] {
+        let q = q
+            .replace(":include_global", "0")
+            .replace(":include_unknown", "0")
+            .replace(":agent_id", "'main'")
+            .replace(":spawned_by", "'agent:main:main'")
+            .replace(":label", "'l'")
+            .replace(":search", "NULL")
+            .replace(":active_since", "NULL")
+            .replace(":kinds", "NULL")
+            .replace(":main_key", "'main'")
+            .replace(":global_scope", "0")
+            .replace(":agents", "NULL")
+            .replace(":default_agent", "'main'")
+            .replace(":limit", "50");
+        let p = plan(&s, &q);
+        assert!(!p.contains("TEMP B-TREE"), "{name}: {p}");
+        assert!(p.contains("USING INDEX") || p.contains("USING COVERING INDEX"), "{name}: {p}");
+    }
+}
+
+/// Stores an entry as given (no merge rule, so `updatedAt` may lie in the past).
+fn put_raw(store: &Store, key: &str, e: Value) {
+    let mut e: Map<String, Value> = e.as_object().cloned().unwrap();
+    e.insert("sessionId".into(), json!(uuid::Uuid::new_v4().to_string()));
+    store.write(|db| db.put_session(key, &e)).unwrap();
+}
+
+#[test]
+fn list_filters_sort_newest_first_and_limit() {
+    let s = Store::open(":memory:").unwrap();
+    put_raw(&s, "agent:main:a", json!({"updatedAt": 100, "label": "A"}));
+    put_raw(&s, "agent:main:b", json!({"updatedAt": 300}));
+    put_raw(&s, "agent:main:subagent:c", json!({"updatedAt": 200, "spawnedBy": "agent:main:main"}));
+    put_raw(&s, "global", json!({"updatedAt": 400}));
+    let base = ListFilter { main_key: "main".into(), default_agent: "main".into(), ..ListFilter::default() };
+    let keys = |f: &ListFilter| s.read(|db| db.list(f)).unwrap().into_iter().map(|r| r.key).collect::<Vec<_>>();
+    // global is dropped unless asked for; newest first
+    assert_eq!(keys(&base), ["agent:main:b", "agent:main:subagent:c", "agent:main:a"]);
+    assert_eq!(keys(&ListFilter { include_global: true, limit: Some(1), ..base.clone() }), ["global"]);
+    assert_eq!(
+        keys(&ListFilter { spawned_by: Some("agent:main:main".into()), ..base.clone() }),
+        ["agent:main:subagent:c"]
+    );
+    assert_eq!(keys(&ListFilter { label: Some("A".into()), ..base.clone() }), ["agent:main:a"]);
+    assert_eq!(keys(&ListFilter { search: Some("subagent".into()), ..base.clone() }), ["agent:main:subagent:c"]);
+    assert_eq!(
+        keys(&ListFilter { active_since: Some(150), ..base.clone() }),
+        ["agent:main:b", "agent:main:subagent:c"]
+    );
+}

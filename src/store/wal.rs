@@ -1,0 +1,141 @@
+//! Keeping the write-ahead log of a file store bounded.
+//!
+//! SQLite's own automatic checkpoint copies the log back into the database after a commit, but
+//! it never waits for readers, and the log file only starts over (and shrinks to
+//! `journal_size_limit`) once no reader still reads from it. A reader that is always there (a
+//! long export, a backup, another process listing in a loop) therefore lets the log grow
+//! without end: the gateway's users saw logs of gigabytes. This module owns the bound:
+//! `journal_size_limit` on the writer connection, and, when the log has grown past the limit
+//! anyway, one `wal_checkpoint(TRUNCATE)` that waits for the readers of the moment to finish
+//! (new readers then read the database file, not the log) and truncates the log.
+//!
+//! That checkpoint runs on the writer connection, by the next write that runs on a worker
+//! (before its transaction), so it never competes with our own writers for the lock. It never
+//! runs on the JS thread: an inline write that finds it due goes to the worker instead.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+/// The size the log is truncated to when it starts over, and past which a checkpoint that waits
+/// for readers is due.
+pub const WAL_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
+/// How often a commit looks at the log's size.
+const CHECK_EVERY: Duration = Duration::from_millis(50);
+/// The first checkpoint waits this long for readers (writers wait meanwhile: the log cannot
+/// start over while it grows); each one that found readers still there waits twice as long
+/// the next time, up to [`MAX_WAIT`], and the next is not due before as long again has passed,
+/// so writers get at least half of the time.
+const FIRST_WAIT: Duration = Duration::from_millis(500);
+const MAX_WAIT: Duration = Duration::from_secs(4);
+/// Within that wait: how long one try waits for a lock, and the pause between tries.
+const TRY_WAIT: Duration = Duration::from_millis(5);
+const TRY_PAUSE: Duration = Duration::from_millis(2);
+
+/// The bound on one file store's log.
+pub struct WalBound {
+    wal: PathBuf,
+    limit: u64,
+    started: Instant,
+    /// milliseconds after `started` before which no commit looks at the log again
+    next_check_ms: AtomicU64,
+    /// milliseconds after `started` before which no checkpoint is due again
+    not_before_ms: AtomicU64,
+    due: AtomicBool,
+    /// checkpoints in a row that found readers still there
+    failures: AtomicU32,
+    /// checkpoints that truncated the log
+    truncations: AtomicU64,
+}
+
+impl WalBound {
+    pub fn new(db: &Path, limit: u64) -> WalBound {
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        WalBound {
+            wal: PathBuf::from(wal),
+            limit,
+            started: Instant::now(),
+            next_check_ms: AtomicU64::new(0),
+            not_before_ms: AtomicU64::new(0),
+            due: AtomicBool::new(false),
+            failures: AtomicU32::new(0),
+            truncations: AtomicU64::new(0),
+        }
+    }
+
+    /// Sets `journal_size_limit` on a connection that writes.
+    pub fn configure(&self, conn: &Connection) -> rusqlite::Result<()> {
+        conn.pragma_update(None, "journal_size_limit", self.limit as i64)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Called after each commit: cheap (a clock read; a file size at most every
+    /// [`CHECK_EVERY`]); marks the checkpoint due when the log is past the limit.
+    pub fn after_commit(&self) {
+        let now = self.now_ms();
+        let next = self.next_check_ms.load(Ordering::Relaxed);
+        if now < next
+            || self
+                .next_check_ms
+                .compare_exchange(next, now + CHECK_EVERY.as_millis() as u64, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        if now < self.not_before_ms.load(Ordering::Relaxed) {
+            return;
+        }
+        let size = std::fs::metadata(&self.wal).map(|m| m.len()).unwrap_or(0);
+        if size > self.limit {
+            self.due.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the next write should run [`checkpoint`](Self::checkpoint) first.
+    pub fn is_due(&self) -> bool {
+        self.due.load(Ordering::Relaxed)
+    }
+
+    /// The due checkpoint, on the writer connection (its caller holds it): waits for the write
+    /// lock and the readers of the moment, then truncates the log; `busy` is the connection's
+    /// usual busy timeout, set back afterwards. A checkpoint that found readers still there
+    /// loses nothing: a later one tries again, waiting longer.
+    pub fn checkpoint(&self, conn: &Connection, busy: Duration) {
+        self.due.store(false, Ordering::Relaxed);
+        let wait = FIRST_WAIT.saturating_mul(1 << self.failures.load(Ordering::Relaxed).min(4)).min(MAX_WAIT);
+        // Many short tries rather than one long wait: one call reads the readers' positions
+        // once, and a reader that ends and begins again at once (a listing in a loop) takes
+        // the same slot back before a long wait notices it was free. Our writes wait meanwhile
+        // (the caller holds the writer), so each try sees the readers of the moment.
+        let _ = conn.busy_timeout(TRY_WAIT);
+        let start = Instant::now();
+        let truncated = loop {
+            // (busy, log frames, frames checkpointed): busy = 0 when the log was truncated
+            let out: rusqlite::Result<i64> = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0));
+            match out {
+                Ok(0) => break true,
+                Ok(_) if start.elapsed() < wait => std::thread::sleep(TRY_PAUSE),
+                _ => break false,
+            }
+        };
+        let _ = conn.busy_timeout(busy);
+        if truncated {
+            self.failures.store(0, Ordering::Relaxed);
+            self.truncations.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+            self.not_before_ms.store(self.now_ms() + wait.as_millis() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// How many checkpoints truncated the log so far.
+    pub fn truncations(&self) -> u64 {
+        self.truncations.load(Ordering::Relaxed)
+    }
+}
