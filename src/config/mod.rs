@@ -60,8 +60,8 @@ pub struct Config {
     pub models: ModelCatalog,
     /// `session.history.maxChars`
     pub history_max_chars: Option<u64>,
-    /// `logging.redactPatterns`: masked in 2026.9 history besides the built-in patterns (as
-    /// literal text, not regular expressions)
+    /// `logging.redactPatterns`: regular expressions masked in 2026.9 history before the built-in
+    /// patterns (each checked here: one the engine cannot apply is `INVALID_CONFIG`)
     pub history_redact_patterns: Vec<String>,
     /// `session.outbox.maxAttempts`, default 5, min 1
     pub outbox_max_attempts: u32,
@@ -171,6 +171,11 @@ impl Config {
             .to_string();
 
         let history_redact_patterns = root.section("logging")?.strings("redactPatterns")?.unwrap_or_default();
+        for p in &history_redact_patterns {
+            if let Err(why) = crate::tools::v2026_9::redact_rx::configured(p) {
+                return Err(Error::invalid_config(format!("invalid config: logging.redactPatterns {p:?} {why}")));
+            }
+        }
         let queue = sessions::read_queue(&root.section("messages")?.section("queue")?)?;
         let models = models::read_catalog(&root.section("models")?.section("providers")?)?;
 

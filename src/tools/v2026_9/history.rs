@@ -12,6 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use super::redact::redact;
+use super::redact_rx::{configured_rules, Rule};
 use super::{display_key, params, requester_agent, ToolInput};
 use crate::engine::Engine;
 use crate::entry;
@@ -154,7 +155,7 @@ pub fn run(engine: &Engine, input: &ToolInput<'_>) -> Result<Value> {
         })?,
     };
 
-    let extra = cfg.history_redact_patterns.clone();
+    let extra = configured_rules(&cfg.history_redact_patterns);
     let mut content_truncated = false;
     let mut content_redacted = false;
     let mut items: Vec<Value> = Vec::with_capacity(stored_messages.len());
@@ -259,7 +260,7 @@ fn with_meta(m: &WindowMessage) -> Option<Value> {
 }
 
 /// Redacts, then caps one text at `cap` UTF-16 units (marker appended); (truncated, redacted).
-fn cap_text(s: &mut String, cap: usize, extra: &[String]) -> (bool, bool) {
+fn cap_text(s: &mut String, cap: usize, extra: &[Rule]) -> (bool, bool) {
     let (masked, redacted) = redact(s, extra);
     let units: Vec<u16> = masked.encode_utf16().collect();
     if units.len() <= cap {
@@ -275,7 +276,7 @@ fn cap_text(s: &mut String, cap: usize, extra: &[String]) -> (bool, bool) {
 }
 
 /// Strips `details`/`usage`/`cost` and caps every text of a message; (truncated, redacted).
-fn sanitize(m: &mut Value, cap: usize, extra: &[String]) -> (bool, bool) {
+fn sanitize(m: &mut Value, cap: usize, extra: &[Rule]) -> (bool, bool) {
     let Some(obj) = m.as_object_mut() else { return (false, false) };
     let mut truncated = false;
     let mut redacted = false;

@@ -10,6 +10,7 @@ pub mod history;
 pub mod list;
 pub mod params;
 pub mod redact;
+pub mod redact_rx;
 
 use serde_json::{json, Value};
 

@@ -1,19 +1,23 @@
 //! Credential masking of the 2026.9 `sessions_history` (always on): vendor tokens found by
 //! their prefix, JWTs and other dotted tokens, `Bearer` and `Authorization` credentials,
 //! secret-named assignments (`password: …`, `token=…`, `OPENAI_API_KEY=…`, `--api-key …`,
-//! `"apiKey": "…"`), URL passwords and PEM private keys, plus configured literal patterns. A
+//! `"apiKey": "…"`), URL passwords and PEM private keys, plus the configured `logging.redactPatterns` (regular expressions). A
 //! masked value keeps its first 6 and last 4 characters (`sk-abc…6789`); one shorter than 18
 //! becomes `***`.
 //!
-//! A hand-written scanner (no regular expressions) over the gateway's common patterns, not its
-//! whole set of about 120: `src/agreement_test.rs` compares it with the package's own
-//! `redactToolPayloadText` on the texts `scripts/oc96-fixture.mjs` recorded. Pure text in, text
-//! out.
+//! The assignment, header, URL and PEM shapes are a hand-written scanner; the gateway's vendor
+//! token shapes and the configured patterns are regular expressions (`redact_rx`).
+//! `src/agreement_test.rs` compares the whole with the package's own `redactToolPayloadText`
+//! on the texts `scripts/oc96-fixture.mjs` recorded. Pure text in, text out.
 
 /// Values shorter than this are masked whole.
 const MIN_LENGTH: usize = 18;
 const KEEP_START: usize = 6;
 const KEEP_END: usize = 4;
+
+#[cfg(test)]
+use super::redact_rx::configured_rules;
+use super::redact_rx::{apply_all, vendor_tokens, Rule};
 
 /// `sk-abc…6789`, or `***` for a short value.
 pub fn mask(token: &str) -> String {
@@ -25,99 +29,6 @@ pub fn mask(token: &str) -> String {
     let end: String = chars[chars.len() - KEEP_END..].iter().collect();
     format!("{start}…{end}")
 }
-
-/// Which characters a token body may contain.
-#[derive(Clone, Copy)]
-enum Body {
-    /// `[A-Za-z0-9]`
-    Alnum,
-    /// `[A-Za-z0-9_]`
-    Word,
-    /// `[A-Za-z0-9_-]`
-    WordDash,
-    /// `[A-Za-z0-9-]`
-    AlnumDash,
-    /// `[A-Za-z0-9._=-]`
-    Gitlab,
-    /// `[A-Z0-9]`
-    Upper,
-    /// `[0-9A-Za-z_./+=-]`
-    Google,
-}
-
-impl Body {
-    fn admits(self, c: char) -> bool {
-        c.is_ascii_alphanumeric() && (!matches!(self, Body::Upper) || c.is_ascii_uppercase() || c.is_ascii_digit())
-            || match self {
-                Body::Word => c == '_',
-                Body::WordDash => c == '_' || c == '-',
-                Body::AlnumDash => c == '-',
-                Body::Gitlab => matches!(c, '.' | '_' | '=' | '-'),
-                Body::Google => matches!(c, '_' | '.' | '/' | '+' | '=' | '-'),
-                Body::Alnum | Body::Upper => false,
-            }
-    }
-}
-
-/// How the character before a prefix must look.
-#[derive(Clone, Copy)]
-enum Before {
-    Any,
-    /// not `[A-Za-z0-9_]` (a `\b` before a word character)
-    NotWord,
-    /// not `[A-Za-z0-9]`
-    NotAlnum,
-}
-
-/// (prefix, body, minimum body length, exact body length, boundary before)
-const VENDOR: &[(&str, Body, usize, Option<usize>, Before)] = &[
-    ("sk-", Body::WordDash, 8, None, Before::NotWord),
-    ("ghp_", Body::Alnum, 10, None, Before::Any),
-    ("github_pat_", Body::Word, 10, None, Before::Any),
-    ("gho_", Body::Alnum, 10, None, Before::Any),
-    ("ghu_", Body::Alnum, 10, None, Before::Any),
-    ("ghs_", Body::Alnum, 10, None, Before::Any),
-    ("ghr_", Body::Alnum, 10, None, Before::Any),
-    ("glpat-", Body::Gitlab, 20, None, Before::Any),
-    ("xoxb-", Body::AlnumDash, 10, None, Before::Any),
-    ("xoxa-", Body::AlnumDash, 10, None, Before::Any),
-    ("xoxp-", Body::AlnumDash, 10, None, Before::Any),
-    ("xoxr-", Body::AlnumDash, 10, None, Before::Any),
-    ("xoxs-", Body::AlnumDash, 10, None, Before::Any),
-    ("xapp-", Body::AlnumDash, 10, None, Before::Any),
-    ("gsk_", Body::WordDash, 10, None, Before::Any),
-    ("AIza", Body::WordDash, 20, None, Before::Any),
-    ("pplx-", Body::WordDash, 10, None, Before::Any),
-    ("fal_", Body::WordDash, 10, None, Before::Any),
-    ("sk_live_", Body::Alnum, 10, None, Before::Any),
-    ("sk_test_", Body::Alnum, 10, None, Before::Any),
-    ("rk_live_", Body::Alnum, 10, None, Before::Any),
-    ("npm_", Body::Alnum, 10, None, Before::Any),
-    ("pypi-", Body::WordDash, 10, None, Before::Any),
-    ("hf_", Body::Alnum, 10, None, Before::Any),
-    ("tvly-", Body::Alnum, 10, None, Before::Any),
-    ("xai-", Body::Alnum, 30, None, Before::Any),
-    ("r8_", Body::Alnum, 10, None, Before::Any),
-    ("dop_v1_", Body::Alnum, 10, None, Before::Any),
-    ("doo_v1_", Body::Alnum, 10, None, Before::Any),
-    ("dor_v1_", Body::Alnum, 10, None, Before::Any),
-    ("AKID", Body::Alnum, 10, None, Before::Any),
-    ("LTAI", Body::Alnum, 10, None, Before::Any),
-    ("ya29.", Body::Google, 10, None, Before::Any),
-    ("AKIA", Body::Upper, 16, Some(16), Before::NotAlnum),
-    ("ASIA", Body::Upper, 16, Some(16), Before::NotAlnum),
-];
-
-/// Which ASCII characters start a [`VENDOR`] prefix.
-const VENDOR_FIRST: [bool; 128] = {
-    let mut t = [false; 128];
-    let mut i = 0;
-    while i < VENDOR.len() {
-        t[VENDOR[i].0.as_bytes()[0] as usize] = true;
-        i += 1;
-    }
-    t
-};
 
 /// Secret-named keys whose assigned value is masked (`<key>: value`, `<key>=value`).
 const SECRET_KEYS: &[&str] = &[
@@ -139,15 +50,10 @@ fn is_word(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// A masked copy of `text`, and whether anything was masked. `extra` are configured literal
-/// substrings masked wherever they occur.
-pub fn redact(text: &str, extra: &[String]) -> (String, bool) {
-    let mut out = text.to_string();
-    for lit in extra.iter().filter(|l| !l.is_empty()) {
-        if out.contains(lit.as_str()) {
-            out = out.replace(lit.as_str(), &mask(lit));
-        }
-    }
+/// A masked copy of `text`, and whether anything was masked. `extra` are the configured
+/// `logging.redactPatterns`, applied first as the gateway does.
+pub fn redact(text: &str, extra: &[Rule]) -> (String, bool) {
+    let mut out = apply_all(extra, text);
     if out.contains("-----BEGIN ") {
         out = pem(&out);
     }
@@ -155,6 +61,7 @@ pub fn redact(text: &str, extra: &[String]) -> (String, bool) {
         out = json_fields(&out);
     }
     out = scan(&out);
+    out = vendor_tokens(&out);
     let changed = out != text;
     (out, changed)
 }
@@ -265,48 +172,6 @@ fn starts_with(chars: &[char], at: usize, s: &str) -> bool {
 
 fn starts_with_ci(chars: &[char], at: usize, s: &str) -> bool {
     s.chars().enumerate().all(|(k, c)| chars.get(at + k).is_some_and(|x| x.eq_ignore_ascii_case(&c)))
-}
-
-fn word_dash(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '-'
-}
-
-/// Dotted tokens: a JWT (`eyJ…` in three parts of ≥ 10), SendGrid `SG.<10+>.<10+>`, a Telegram
-/// bot token `<6+ digits>:<20+>`.
-fn dotted_token(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
-    let run = |from: usize| chars[from.min(chars.len())..].iter().take_while(|c| word_dash(**c)).count();
-    if starts_with(chars, i, "eyJ") {
-        let a = run(i + 3) + 3;
-        if a >= 10 && chars.get(i + a) == Some(&'.') {
-            let b = run(i + a + 1);
-            if b >= 10 && chars.get(i + a + 1 + b) == Some(&'.') {
-                let c = run(i + a + b + 2);
-                if c >= 10 {
-                    return Some((0, i + a + b + 2 + c));
-                }
-            }
-        }
-    }
-    if starts_with(chars, i, "SG.") {
-        let a = run(i + 3);
-        if a >= 10 && chars.get(i + 3 + a) == Some(&'.') {
-            let b = run(i + 4 + a);
-            if b >= 10 {
-                return Some((0, i + 4 + a + b));
-            }
-        }
-    }
-    if !prev.is_some_and(is_word) {
-        let digits = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if digits >= 6 && chars.get(i + digits) == Some(&':') {
-            let b = run(i + digits + 1);
-            let end = i + digits + 1 + b;
-            if b >= 20 && !chars.get(end).is_some_and(|c| is_word(*c)) {
-                return Some((0, end));
-            }
-        }
-    }
-    None
 }
 
 /// `NAME_KEY=value` style environment assignments (an upper-case name ending in `KEY`,
@@ -429,41 +294,8 @@ fn url_password(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, 
 /// and where the masked value ends.
 fn match_at(chars: &[char], i: usize) -> Option<(usize, usize)> {
     let prev = i.checked_sub(1).map(|p| chars[p]);
-    let first = chars[i];
-    // only a vendor prefix may start inside a word; everything else starts at a boundary
-    let vendor_start = (first.is_ascii() && VENDOR_FIRST[first as usize])
-        || starts_with(chars, i, "eyJ")
-        || starts_with(chars, i, "SG.")
-        || starts_with(chars, i, "--");
-    if !vendor_start && prev.is_some_and(is_word) {
+    if prev.is_some_and(is_word) && !starts_with(chars, i, "--") {
         return None;
-    }
-    for (prefix, body, min, exact, before) in VENDOR.iter().filter(|_| vendor_start) {
-        let ok_before = match before {
-            Before::Any => true,
-            Before::NotWord => !prev.is_some_and(is_word),
-            Before::NotAlnum => !prev.is_some_and(|c| c.is_ascii_alphanumeric()),
-        };
-        if !ok_before || !starts_with(chars, i, prefix) {
-            continue;
-        }
-        let start = i + prefix.chars().count();
-        let mut end = start;
-        while end < chars.len() && body.admits(chars[end]) && exact.is_none_or(|n| end - start < n) {
-            end += 1;
-        }
-        let len = end - start;
-        let after_ok = match (exact, before) {
-            (Some(_), _) => !chars.get(end).is_some_and(|c| c.is_ascii_alphanumeric()),
-            (None, Before::NotWord) => !chars.get(end).is_some_and(|c| is_word(*c)),
-            _ => true,
-        };
-        if len >= *min && after_ok {
-            return Some((0, end));
-        }
-    }
-    if let Some(hit) = dotted_token(chars, i, prev) {
-        return Some(hit);
     }
     if let Some(hit) = env_assignment(chars, i, prev) {
         return Some(hit);
@@ -535,8 +367,9 @@ mod tests {
 
     #[test]
     fn configured_literals_and_pem_keys_are_masked() {
-        let (out, hit) = redact("x my-internal-secret-value y", &["my-internal-secret-value".to_string()]);
-        assert_eq!(out, "x my-int…alue y");
+        let rules = configured_rules(&["internal-[a-z]+-value".to_string(), "/code=(\\d+)/".to_string()]);
+        let (out, hit) = redact("x internal-secret-value y code=12345", &rules);
+        assert_eq!(out, "x intern…alue y code=***");
         assert!(hit);
         let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----";
         assert_eq!(redact(pem, &[]).0, "-----BEGIN RSA PRIVATE KEY-----\n…redacted…\n-----END RSA PRIVATE KEY-----");
