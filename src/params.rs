@@ -111,6 +111,21 @@ impl<'a> Params<'a> {
     }
 }
 
+/// `camelCase` → `snake_case` (`messageLimit` → `message_limit`): the other spelling under which
+/// the gateway accepts a parameter, and the column names of its SQLite tables.
+pub fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,13 +14,14 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::read::{AGENT_DB, STATE_DB};
-use super::{snake, AGENT_SCHEMA, STATE_SCHEMA, WINDOWS_FIELD};
+use super::{AGENT_SCHEMA, STATE_SCHEMA, WINDOWS_FIELD};
 use crate::entry::{self, Entry};
 use crate::error::{Error, Result};
 use crate::keys::KeyModel;
 use crate::migrate::export::ExportReport;
 use crate::migrate::{inside, relative, Resolved, Skipped};
 use crate::mirror;
+use crate::params::snake_case;
 use crate::store::oc9_write::{Oc9Writer, TASK_COLUMNS};
 use crate::store::{Db, Store};
 
@@ -155,7 +156,7 @@ pub fn window_rows(key: &str, e: &Entry) -> Vec<Map<String, Value>> {
             "displayName",
             "pluginOwnerId",
         ] {
-            put(&mut row, &snake(field), text(w.get(field)));
+            put(&mut row, &snake_case(field), text(w.get(field)));
         }
         row.insert("acp_owned".into(), Value::from(i64::from(w.get("acpOwned") == Some(&Value::Bool(true)))));
         out.push(row);

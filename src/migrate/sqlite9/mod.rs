@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::entry::Entry;
 use crate::store::oc9_read::StoredEvent;
+use crate::store::oc9_write::WINDOW_COLUMNS;
 use crate::store::tasks9::Task9Row;
 
 /// The agent database schema this build reads and writes (`PRAGMA user_version`, 2026.9.6).
@@ -37,20 +38,6 @@ pub fn camel(name: &str) -> String {
         } else if up {
             out.extend(c.to_uppercase());
             up = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// `camelCase` → `snake_case`.
-pub fn snake(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
         } else {
             out.push(c);
         }
@@ -157,35 +144,11 @@ pub fn entry_from_node(node: &Map<String, Value>, windows: Vec<Value>) -> Result
     Ok(e)
 }
 
-/// Columns of `session_windows` kept per generation (the rest are the gateway's bookkeeping).
-const WINDOW_KEEP: [&str; 21] = [
-    "session_id",
-    "previous_session_id",
-    "reason",
-    "session_scope",
-    "created_at",
-    "updated_at",
-    "started_at",
-    "ended_at",
-    "status",
-    "chat_type",
-    "channel",
-    "account_id",
-    "model_provider",
-    "model",
-    "agent_harness_id",
-    "parent_session_key",
-    "spawned_by",
-    "display_name",
-    "acp_owned",
-    "plugin_owner_id",
-    "hook_external_content_source",
-];
-
 /// A `session_windows` row as kept in the entry: camelCase names, NULLs left out.
 pub fn window_json(row: &Map<String, Value>) -> Value {
     let mut out = Map::new();
-    for col in WINDOW_KEEP {
+    // the columns an export writes back, less the key (the entry already has it)
+    for col in WINDOW_COLUMNS.into_iter().filter(|c| *c != "session_key") {
         if let Some(v) = row.get(col).filter(|v| !v.is_null()) {
             if col == "acp_owned" {
                 if v.as_i64() == Some(1) {

@@ -64,7 +64,7 @@ pub(super) fn import(dir: &Path) -> (Store, crate::migrate::ImportReport) {
 #[test]
 fn names_convert_between_the_column_and_field_styles() {
     assert_eq!(camel("owner_assigned_by_type"), "ownerAssignedByType");
-    assert_eq!(snake("ownerAssignedByType"), "owner_assigned_by_type");
+    assert_eq!(crate::params::snake_case("ownerAssignedByType"), "owner_assigned_by_type");
 }
 
 #[test]

@@ -543,6 +543,8 @@ async fn p26_archiving_counts_from_the_end_after_the_announce_and_never_while_ru
     }
     until("archived", || record(&o, &run_id).is_none()).await;
     assert_eq!(o.engine().get_session(&json!(child)).unwrap(), None);
+    // the event follows the record's removal: wait for it rather than race it
+    until("the archived event", || host.events().iter().any(|e| e.kind == "subagent.archived")).await;
     let ev = host.events().into_iter().find(|e| e.kind == "subagent.archived").unwrap();
     assert_eq!(ev.details["childSessionKey"], json!(child));
     o.close().await;

@@ -5,23 +5,9 @@
 
 use serde_json::Value;
 
-/// `messageLimit` → `message_limit`.
-fn snake(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// The raw value under the name, else under its snake_case spelling.
 pub fn raw<'a>(args: &'a Value, name: &str) -> Option<&'a Value> {
-    args.get(name).or_else(|| args.get(snake(name)))
+    args.get(name).or_else(|| args.get(crate::params::snake_case(name)))
 }
 
 fn blank(v: &Value) -> bool {
