@@ -119,9 +119,69 @@ while (texts.size < 400) {
   const t = rnd(4) === 0 ? pick(PROSE) : pick(TOKENS)
   texts.add(pick(FORMS)(t) + (rnd(2) ? '' : ' ' + pick(PROSE)))
 }
+// one valid token and one near miss (body a character short, or the wrong case of a fixed part)
+// per vendor shape the package masks by default, in a few surroundings
+const AL = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
+const LO = 'abcdefghijklmnopqrstuvwxyz0123456789'
+const UP = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
+const HEX = '0123456789abcdef'
+const DIG = '0123456789'
+const W = AL + '_-'
+const gen = (set, n) => Array.from({ length: n }, () => set[rnd(set.length)]).join('')
+const SHAPES = [
+  (n) => 'sk-' + gen(W, n + 8), (n) => 'ghp_' + gen(AL, n + 10), (n) => 'github_pat_' + gen(AL + '_', n + 10),
+  (n) => 'gho_' + gen(AL, n + 10), (n) => 'ghu_' + gen(AL, n + 10), (n) => 'ghs_' + gen(AL, n + 10), (n) => 'ghr_' + gen(AL, n + 10),
+  (n) => 'glpat-' + gen(AL + '._=-', n + 20), (n) => 'gloas-' + gen(HEX, n + 32), (n) => 'gldt-' + gen(W, n + 20),
+  (n) => 'glcbt-' + gen(AL, 3) + '_' + gen(W, n + 20), (n) => 'glptt-' + gen(W, n + 40), (n) => 'glft-' + gen(W, n + 20),
+  (n) => 'glimt-' + gen(W, n + 25), (n) => 'glagent-' + gen(W, n + 50), (n) => 'glwt-' + gen(W, n + 20),
+  (n) => 'glsoat-' + gen(W, n + 20), (n) => 'glffct-' + gen(W, n + 20), (n) => 'glrt-' + gen(AL + '._-', n + 20),
+  (n) => 'glrtr-' + gen(W, 30) + '.' + gen(LO, 2) + '.' + gen(LO, n + 9), (n) => 'GR1348941' + gen(W, n + 20),
+  (n) => '_gitlab_session=' + gen(AL + '%._-', n + 20), (n) => 'xoxp-' + gen(AL + '-', n + 10), (n) => 'xapp-' + gen(AL + '-', n + 10),
+  (n) => 'https://hooks.slack.com/services/T' + gen(UP, 8) + '/B' + gen(UP, 8) + '/' + gen(AL, n + 20),
+  (n) => 'https://discord.com/api/webhooks/' + gen(DIG, 18) + '/' + gen(W, n + 60),
+  (n) => 'discord bot ' + gen(W, 24) + '.' + gen(W, 6) + '.' + gen(W, n + 27), (n) => 'gsk_' + gen(W, n + 10),
+  (n) => 'AIza' + gen(W, n + 20), (n) => 'ya29.' + gen(W + './+=', n + 10), (n) => '1//0' + gen(W + './+=', n + 10),
+  (n) => 'eyJ' + gen(W, n + 10) + '.' + gen(W, 12) + '.' + gen(W, 12), (n) => 'pplx-' + gen(W, n + 10), (n) => 'fal_' + gen(W, n + 10),
+  (n) => 'fc-' + gen(AL, n + 10), (n) => 'bb_live_' + gen(W, n + 10), (n) => 'gAAAA' + gen(AL + '_=-', n + 20),
+  (n) => 'sk_live_' + gen(AL, n + 10), (n) => 'sk_test_' + gen(AL, n + 10), (n) => 'rk_live_' + gen(AL, n + 10),
+  (n) => 'SG.' + gen(W, 12) + '.' + gen(W, n + 10), (n) => 'npm_' + gen(AL, n + 10), (n) => 'pypi-' + gen(W, n + 10),
+  (n) => 'dop_v1_' + gen(AL, n + 10), (n) => 'doo_v1_' + gen(AL, n + 10), (n) => 'dor_v1_' + gen(AL, n + 10),
+  (n) => 'dp.ct.' + gen(AL, n + 40), (n) => 'dp.st.' + gen(AL, n + 40), (n) => 'dp.st.ws_1.' + gen(AL, n + 40),
+  (n) => 'dckr_pat_' + gen(W, n + 27), (n) => 'bkua_' + gen(LO, n + 40), (n) => 'CCIPAT_' + gen(AL, 22) + '_' + gen(HEX, n + 40),
+  (n) => 'sbp_' + gen(LO, n + 40), (n) => 'dapi' + gen(HEX, n + 32), (n) => 'ddp_' + gen(AL, n + 36), (n) => 'glsa_' + gen(AL + '_', n + 41),
+  (n) => 'glc_eyJ' + gen(AL + '+/=', n + 60), (n) => 'nfp_' + gen(AL + '_', n + 36), (n) => 'CFPAT-' + gen(W, n + 40),
+  (n) => 'ATCTT3xFfG' + gen(AL, n + 20) + '=' + gen(AL, 8), (n) => 'ATATT' + gen(AL, n + 20) + '=' + gen(AL, 8),
+  (n) => 'ATBB' + gen(AL + '_=.-', n + 16), (n) => 'BBDC-' + gen(AL + '+/@_-', n + 40), (n) => 'HRKU-AA' + gen(W, n + 20),
+  (n) => 'pat-na1-' + gen(AL, 8) + '-' + gen(AL, 4) + '-' + gen(AL, 4) + '-' + gen(AL, 4) + '-' + gen(AL, n + 11),
+  (n) => 'apify_api_' + gen(AL + '-', n + 20), (n) => 'FlyV1 fm2_' + gen(AL + '+/=,_-', n + 100), (n) => 'fio-u-' + gen(W, n + 40),
+  (n) => 'am_' + gen(W, n + 10), (n) => 'sk_' + gen(AL + '_', n + 10), (n) => 'tvly-' + gen(AL, n + 10), (n) => 'exa_' + gen(AL, n + 10),
+  (n) => 'syt_' + gen(AL, n + 10), (n) => 'retaindb_' + gen(AL, n + 10), (n) => 'hsk-' + gen(AL, n + 10), (n) => 'mem0_' + gen(AL, n + 10),
+  (n) => 'brv_' + gen(AL, n + 10), (n) => 'xai-' + gen(AL, n + 30), (n) => 'fw-' + gen(AL, n + 30), (n) => 'fw_' + gen(AL, n + 30),
+  (n) => 'fpk_' + gen(AL, n + 30), (n) => 'AKIA' + gen(UP, n + 16), (n) => 'ASIA' + gen(UP, n + 16), (n) => 'AKID' + gen(AL, n + 10),
+  (n) => 'LTAI' + gen(AL, n + 10), (n) => 'hf_' + gen(AL, n + 10), (n) => 'api_org_' + gen(AL, n + 20), (n) => 'r8_' + gen(AL, n + 10),
+  (n) => 'bot' + gen(DIG, 9) + ':' + gen(W, n + 20), (n) => gen(DIG, 9) + ':' + gen(W, n + 20),
+]
+const AROUND = [(t) => t, (t) => `use ${t} now`, (t) => `(${t})`, (t) => `x${t}`, (t) => `${t}_tail`, (t) => `"${t}".`,
+  (t) => t.toLowerCase(), (t) => `data:text/plain;base64,QUJD/${t}`]
+for (const shape of SHAPES) {
+  for (const n of [0, 3, -1]) texts.add(pick(AROUND)(shape(n)))
+  texts.add(AROUND[0](shape(1)))
+}
 const redactCases = [...texts].map((t) => ({ t, out: redactMod.b(t) }))
 
-console.error("cases", keyCases.length, visCases.length, redactCases.length)
-process.stdout.write(JSON.stringify({ package: 'openclaw@2026.9.6', keys: keyCases, visibility: visCases, redaction: redactCases }))
+// configured logging.redactPatterns (bare sources are case-insensitive, /source/flags keep theirs)
+const CONFIGURED = [
+  ['internal-[a-z]+-value'], ['/code=(\\d+)/'], ['/Case-[0-9]{4,}/'], ['acct(?:ount)?[ :#]+([0-9]{6,})'],
+  ['/^secret line.*$/m', 'internal-[a-z]+-value'], ['ab|cd'],
+]
+const CONFIGURED_TEXTS = ['x internal-secret-value y', 'X INTERNAL-SECRET-VALUE', 'code=12345 and code=1', 'CODE=99999',
+  'Case-12345 case-12345', 'account # 12345678', 'acct:1234', 'first\nsecret line here\nlast', 'abcd abcdef',
+  'key sk-abcdefghijklmnopqrstuvwxyz0123456789 internal-a-value']
+const redactConfigured = CONFIGURED.flatMap((patterns) =>
+  CONFIGURED_TEXTS.map((t) => ({ patterns, t, out: redactMod.x(t, { redactPatterns: patterns }) })))
+
+console.error("cases", keyCases.length, visCases.length, redactCases.length, redactConfigured.length)
+process.stdout.write(JSON.stringify({ package: 'openclaw@2026.9.6', keys: keyCases, visibility: visCases, redaction: redactCases,
+  redactionConfigured: redactConfigured }))
 process.stdout.write('\n')
 process.exit(0)

@@ -623,3 +623,14 @@ fn odd_unicode_in_ids_and_names_is_kept_safely() {
     assert_eq!(c.agents[0].id, "n-c-d");
     assert_eq!(c.agents[0].name.as_deref(), Some("\u{202E}evil"));
 }
+
+#[test]
+fn redact_patterns_are_regular_expressions_checked_at_config_time() {
+    let c = cfg(json!({"logging": {"redactPatterns": ["acct-[0-9]+", "/tok=(\\d+)/i", ""]}}));
+    assert_eq!(c.history_redact_patterns.len(), 3);
+    let m = refused(json!({"logging": {"redactPatterns": ["ok", "pw(?=x)"]}}));
+    assert!(
+        m.starts_with("invalid config: logging.redactPatterns \"pw(?=x)\" is not a supported regular expression"),
+        "{m}"
+    );
+}

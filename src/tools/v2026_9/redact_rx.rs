@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use regex::{Regex, RegexBuilder};
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use super::redact::mask;
 
@@ -134,24 +134,46 @@ pub struct Rule {
     guard: Guard,
 }
 
-fn vendor_rules() -> &'static [Rule] {
-    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
-    RULES.get_or_init(|| {
-        VENDOR
+/// The compiled vendor shapes, and one set over all of them that says which can match at all.
+struct Vendor {
+    rules: Vec<Rule>,
+    set: Option<RegexSet>,
+}
+
+fn vendor() -> &'static Vendor {
+    static VENDOR_RULES: OnceLock<Vendor> = OnceLock::new();
+    VENDOR_RULES.get_or_init(|| {
+        let rules: Vec<Rule> = VENDOR
             .iter()
             .filter_map(|(src, guard)| {
                 let re = RegexBuilder::new(src).case_insensitive(true).build().ok()?;
                 Some(Rule { re, guard: *guard })
             })
-            .collect()
+            .collect();
+        let set = RegexSetBuilder::new(rules.iter().map(|r| r.re.as_str())).case_insensitive(true).build().ok();
+        Vendor { rules, set }
     })
 }
 
-/// Applies every default vendor-token shape, one after another as the gateway does.
+/// Applies every default vendor-token shape, one after another as the gateway does. The set
+/// pass skips the shapes absent from the current text (it is re-run after each change, so the
+/// result is the same as applying every shape in turn).
 pub fn vendor_tokens(text: &str) -> String {
+    let v = vendor();
+    let Some(set) = &v.set else {
+        return v.rules.iter().fold(text.to_string(), |out, rule| apply(rule, &out));
+    };
     let mut out = text.to_string();
-    for rule in vendor_rules() {
-        out = apply(rule, &out);
+    let mut hits = set.matches(&out);
+    for (i, rule) in v.rules.iter().enumerate() {
+        if !hits.matched(i) {
+            continue;
+        }
+        let next = apply(rule, &out);
+        if next != out {
+            out = next;
+            hits = set.matches(&out);
+        }
     }
     out
 }
@@ -242,4 +264,36 @@ fn next_char(text: &str, i: usize) -> usize {
 fn in_base64(before: &str) -> bool {
     let run = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "+/=".contains(c));
     run.len() >= 8 && run.as_bytes()[run.len() - 8..].eq_ignore_ascii_case(b";base64,")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_vendor_shape_compiles_and_the_set_builds() {
+        let v = vendor();
+        assert_eq!(v.rules.len(), VENDOR_COUNT);
+        assert!(v.set.as_ref().is_some_and(|s| s.len() == VENDOR_COUNT));
+    }
+
+    #[test]
+    fn configured_patterns_the_engine_cannot_apply_are_refused_with_the_reason() {
+        assert!(configured("  ").unwrap().is_none());
+        assert!(configured("/tok=(\\d+)/gi").unwrap().is_some());
+        let look = configured("secret(?=x)").err().expect("look-ahead is refused");
+        assert!(look.starts_with("is not a supported regular expression"), "{look}");
+        assert!(configured("(a)\\1").is_err());
+        assert_eq!(configured("\\w{1000}{1000}").err().as_deref(), Some("is too large once compiled"));
+        assert!(configured(&"a".repeat(CONFIGURED_MAX_LEN + 1)).is_err());
+    }
+
+    #[test]
+    fn base64_runs_and_glued_prefixes_are_left_alone() {
+        let key = "AKIAIOSFODNN7EXAMPLE";
+        assert_eq!(vendor_tokens(&format!("id {key}")), "id AKIAIO…MPLE");
+        assert_eq!(vendor_tokens(&format!("x{key}")), format!("x{key}"));
+        let data = format!("data:a;base64,QUJD/{key}");
+        assert_eq!(vendor_tokens(&data), data);
+    }
 }
