@@ -167,6 +167,11 @@ for (const shape of SHAPES) {
   for (const n of [0, 3, -1]) texts.add(pick(AROUND)(shape(n)))
   texts.add(AROUND[0](shape(1)))
 }
+// header schemes and payment fields
+for (const t of ['Authorization: Basic dXNlcjpwYXNzd29yZDEyMzQ1Ng==', 'Authorization: Basic abc', 'Authorization: Bot MTIzNDU2Nzg5MDEyMzQ1Njc4.abcdef.ghijklmnop',
+  '{"cardNumber": "4242424242424242"}', '{"card_cvc": "123", "x": 1}',
+  '{"securityCode": "9876"}', '{"cardholder": "A B"}', 'CARD_NUMBER=4242424242424242', 'MY_CVV: 123', 'STRIPE_SECURITY_CODE="12345"',
+  'CARDNUMBERS=4242', 'PAYMENT_CREDENTIAL=pc_abcdefghijklmnopqrst']) texts.add(t)
 const redactCases = [...texts].map((t) => ({ t, out: redactMod.b(t) }))
 
 // configured logging.redactPatterns (bare sources are case-insensitive, /source/flags keep theirs)

@@ -111,6 +111,20 @@ fn json_fields(text: &str) -> String {
         "privatekey",
         "private_key",
         "authorization",
+        "cardnumber",
+        "card_number",
+        "cardcvc",
+        "card_cvc",
+        "cardcvv",
+        "card_cvv",
+        "cvc",
+        "cvv",
+        "securitycode",
+        "security_code",
+        "paymentcredential",
+        "payment_credential",
+        "sharedpaymenttoken",
+        "shared_payment_token",
     ];
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
@@ -156,7 +170,10 @@ fn scan(text: &str) -> String {
         if let Some((keep, end)) = match_at(&chars, i) {
             out.extend(&chars[i..i + keep]);
             let token: String = chars[i + keep..end].iter().collect();
-            out.push_str(&mask(&token));
+            let name: String = chars[i..i + keep].iter().take_while(|c| is_word(**c)).collect();
+            // a payment credential is starred whatever its length
+            let payment = ENV_SECRET_ENDINGS[5..].iter().any(|e| name.ends_with(e));
+            out.push_str(&if payment { "***".to_string() } else { mask(&token) });
             i = end;
         } else {
             out.push(chars[i]);
@@ -174,6 +191,29 @@ fn starts_with_ci(chars: &[char], at: usize, s: &str) -> bool {
     s.chars().enumerate().all(|(k, c)| chars.get(at + k).is_some_and(|x| x.eq_ignore_ascii_case(&c)))
 }
 
+/// How a secret environment name ends; from the sixth on, payment credentials.
+const ENV_SECRET_ENDINGS: &[&str] = &[
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CARD_NUMBER",
+    "CARDNUMBER",
+    "CARD_CVC",
+    "CARDCVC",
+    "CARD_CVV",
+    "CARDCVV",
+    "CVC",
+    "CVV",
+    "SECURITY_CODE",
+    "SECURITYCODE",
+    "PAYMENT_CREDENTIAL",
+    "PAYMENTCREDENTIAL",
+    "SHARED_PAYMENT_TOKEN",
+    "SHAREDPAYMENTTOKEN",
+];
+
 /// `NAME_KEY=value` style environment assignments (an upper-case name ending in `KEY`,
 /// `TOKEN`, `SECRET`, `PASSWORD` or `PASSWD`), the value optionally quoted.
 fn env_assignment(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
@@ -182,7 +222,7 @@ fn env_assignment(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize
     }
     let name = chars[i..].iter().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || **c == '_').count();
     let word: String = chars[i..i + name].iter().collect();
-    let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD"].iter().any(|s| word.ends_with(s));
+    let secret = ENV_SECRET_ENDINGS.iter().any(|s| word.ends_with(s));
     if name == 0 || !secret || chars.get(i + name).is_some_and(|c| is_word(*c)) {
         return None;
     }
@@ -227,7 +267,7 @@ fn cli_flag(chars: &[char], i: usize) -> Option<(usize, usize)> {
     (len > 0).then_some((k - i, k + len))
 }
 
-/// `Authorization: Bearer <credential>`: the credential whatever its length (up to a blank,
+/// `Authorization: Bearer|Basic|Bot <credential>`: the credential whatever its length (up to a blank,
 /// quote, `,`, `;`, `?`, `&` or `#`).
 fn authorization_header(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
     if prev.is_some_and(is_word) || !starts_with_ci(chars, i, "authorization") {
@@ -244,10 +284,8 @@ fn authorization_header(chars: &[char], i: usize, prev: Option<char>) -> Option<
     while chars.get(k).is_some_and(|c| c.is_whitespace()) {
         k += 1;
     }
-    if !starts_with(chars, k, "Bearer") {
-        return None;
-    }
-    k += 6;
+    let scheme = ["Bearer", "Basic", "Bot"].into_iter().find(|s| starts_with(chars, k, s))?;
+    k += scheme.len();
     let ws = chars[k..].iter().take_while(|c| c.is_whitespace()).count();
     if ws == 0 {
         return None;
