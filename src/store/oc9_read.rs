@@ -7,8 +7,10 @@
 //! `-wal` beside it (or an empty one and no `-shm`) is opened `immutable` (no lock, no
 //! `-wal`/`-shm` created: nothing in the folder changes); one with a `-wal` (a gateway has it
 //! open, or stopped uncleanly) is opened read-only through its WAL, as any reader of a live
-//! database (SQLite then creates a missing `-shm`). Either way every read happens
-//! inside one read transaction, so what is read is one consistent snapshot.
+//! database. A `-wal` with content but no `-shm` (no connection has it open, since one always
+//! has its `-shm`) would make SQLite create the `-shm` beside it, so that pair is read from a
+//! private copy instead. Either way every read happens inside one read transaction, so what is
+//! read is one consistent snapshot.
 
 use std::path::Path;
 
@@ -41,6 +43,36 @@ pub enum StoredEvent {
 /// A 2026.9 database opened read-only, inside one read transaction.
 pub struct Oc9Db {
     conn: Connection,
+    /// the private copy read instead of the gateway's pair, removed when this is dropped
+    _copy: Option<PrivateCopy>,
+}
+
+/// A folder of ours holding a copy of a database and its `-wal`; removed on drop.
+struct PrivateCopy(std::path::PathBuf);
+
+impl Drop for PrivateCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl PrivateCopy {
+    /// Copies `db` and `wal` into a new private folder; the copy of `db` is the path to open.
+    fn of(db: &Path, wal: &Path) -> Result<(PrivateCopy, std::path::PathBuf), Why> {
+        let dir = std::env::temp_dir().join(format!("session-tools-read-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir(&dir).map_err(|e| format!("cannot make a private copy to read it: {e}"))?;
+        let guard = PrivateCopy(dir);
+        let name = db.file_name().map_or_else(|| "db.sqlite".into(), |n| n.to_os_string());
+        let target = guard.0.join(&name);
+        let mut wal_name = name;
+        wal_name.push("-wal");
+        let copy = |from: &Path, to: &Path| {
+            std::fs::copy(from, to).map(drop).map_err(|e| format!("cannot make a private copy to read it: {e}"))
+        };
+        copy(db, &target)?;
+        copy(wal, &guard.0.join(wal_name))?;
+        Ok((guard, target))
+    }
 }
 
 /// Everything a row holds, by column name (NULLs left out; a BLOB becomes `null`).
@@ -75,6 +107,12 @@ impl Oc9Db {
             Ok(_) => beside("-shm").exists(),
             Err(_) => false,
         };
+        let (copy, path) = if live && !beside("-shm").exists() {
+            let (guard, target) = PrivateCopy::of(path, &beside("-wal"))?;
+            (Some(guard), target)
+        } else {
+            (None, path.to_path_buf())
+        };
         // A URI, so the path is percent-encoded as SQLite expects of one.
         let mut uri = String::from("file:");
         for b in path.to_string_lossy().bytes() {
@@ -92,7 +130,7 @@ impl Oc9Db {
         conn.execute_batch("BEGIN DEFERRED").map_err(why)?;
         // The first read fixes the snapshot (and fails at once on a file that is not a database).
         conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).map_err(why)?;
-        Ok(Oc9Db { conn })
+        Ok(Oc9Db { conn, _copy: copy })
     }
 
     /// `PRAGMA user_version`.

@@ -296,3 +296,29 @@ fn an_empty_wal_left_behind_is_read_past_without_creating_anything() {
     assert_eq!(snapshot(&dir), before, "no -shm created");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_wal_with_content_but_no_shm_is_read_from_a_private_copy_and_the_folder_is_untouched() {
+    // a gateway that stopped with its last writes still in the WAL, copied without its -shm
+    let live = std::env::temp_dir().join(format!("st-oc9-wal-{}", uuid::Uuid::new_v4()));
+    let dir = std::env::temp_dir().join(format!("st-oc9-noshm-{}", uuid::Uuid::new_v4()));
+    fs::create_dir_all(&live).unwrap();
+    fs::create_dir_all(&dir).unwrap();
+    let db = live.join("openclaw-agent.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.pragma_update(None, "journal_mode", "WAL").unwrap();
+    c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    c.execute_batch("CREATE TABLE only_in_the_wal (x INTEGER); INSERT INTO only_in_the_wal VALUES (1);").unwrap();
+    for name in ["openclaw-agent.sqlite", "openclaw-agent.sqlite-wal"] {
+        fs::copy(live.join(name), dir.join(name)).unwrap();
+    }
+    drop(c);
+    assert!(fs::metadata(dir.join("openclaw-agent.sqlite-wal")).unwrap().len() > 0);
+    let before = snapshot(&dir);
+    let read = crate::store::oc9_read::Oc9Db::open(&dir.join("openclaw-agent.sqlite")).unwrap();
+    assert!(read.has_table("only_in_the_wal").unwrap(), "what is only in the WAL is read");
+    drop(read);
+    assert_eq!(snapshot(&dir), before, "no -shm created, nothing changed");
+    fs::remove_dir_all(&live).unwrap();
+    fs::remove_dir_all(&dir).unwrap();
+}
