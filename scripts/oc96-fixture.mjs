@@ -172,6 +172,11 @@ for (const t of ['Authorization: Basic dXNlcjpwYXNzd29yZDEyMzQ1Ng==', 'Authoriza
   '{"cardNumber": "4242424242424242"}', '{"card_cvc": "123", "x": 1}',
   '{"securityCode": "9876"}', '{"cardholder": "A B"}', 'CARD_NUMBER=4242424242424242', 'MY_CVV: 123', 'STRIPE_SECURITY_CODE="12345"',
   'CARDNUMBERS=4242', 'PAYMENT_CREDENTIAL=pc_abcdefghijklmnopqrst']) texts.add(t)
+// environment assignments with escaped quotes (a hit and a near miss each)
+for (const t of [String.raw`OPENAI_API_KEY=\"abcdefghijklmnopqrstuvwxyz\"`, String.raw`MY_TOKEN: \\'abcdefghijklmnopqrstuvw\\'`,
+  String.raw`DB_PASSWORD=\"short1\" rest`, String.raw`STRIPE_CVV=\"123\"`, String.raw`MY_TOKEN=\"abcdefghijklmnopqrstuvwxyz`,
+  String.raw`X_KEY=\"abcdefghijklmnopqrstuvwxyz\'`, String.raw`my_token=\"abcdefghijklmnopqrstuvwxyz\"`,
+  String.raw`MY_TOKENS=\"abcdefghijklmnopqrstuvwxyz\"`, String.raw`APP_SECRET = \\\"abcdefghijklmnopqrstuvwxyz0123\\\" x`]) texts.add(t)
 const redactCases = [...texts].map((t) => ({ t, out: redactMod.b(t) }))
 
 // configured logging.redactPatterns (bare sources are case-insensitive, /source/flags keep theirs)

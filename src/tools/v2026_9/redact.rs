@@ -237,12 +237,28 @@ fn env_assignment(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize
     while chars.get(k).is_some_and(|c| c.is_whitespace()) {
         k += 1;
     }
+    if chars.get(k) == Some(&'\\') {
+        return escaped_quoted_value(chars, i, k);
+    }
     let quote = chars.get(k).filter(|c| **c == '"' || **c == '\'').copied();
     if quote.is_some() {
         k += 1;
     }
     let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'\\".contains(**c)).count();
     (len > 0).then_some((k - i, k + len))
+}
+
+/// `\\"value\\"` after an environment name (a quote escaped by one or more backslashes, the same
+/// quote closing after one or more backslashes): the value between them.
+fn escaped_quoted_value(chars: &[char], i: usize, at: usize) -> Option<(usize, usize)> {
+    let slashes = |from: usize| chars[from..].iter().take_while(|c| **c == '\\').count();
+    let mut k = at + slashes(at);
+    let quote = chars.get(k).copied().filter(|c| *c == '"' || *c == '\'')?;
+    k += 1;
+    let len = chars[k..].iter().take_while(|c| !c.is_whitespace() && !"\"'\\".contains(**c)).count();
+    let close = k + len;
+    let n = slashes(close);
+    (len > 0 && n > 0 && chars.get(close + n) == Some(&quote)).then_some((k - i, close))
 }
 
 /// `--api-key <value>`, `--token=<value>` and the like.
