@@ -177,6 +177,12 @@ for (const t of [String.raw`OPENAI_API_KEY=\"abcdefghijklmnopqrstuvwxyz\"`, Stri
   String.raw`DB_PASSWORD=\"short1\" rest`, String.raw`STRIPE_CVV=\"123\"`, String.raw`MY_TOKEN=\"abcdefghijklmnopqrstuvwxyz`,
   String.raw`X_KEY=\"abcdefghijklmnopqrstuvwxyz\'`, String.raw`my_token=\"abcdefghijklmnopqrstuvwxyz\"`,
   String.raw`MY_TOKENS=\"abcdefghijklmnopqrstuvwxyz\"`, String.raw`APP_SECRET = \\\"abcdefghijklmnopqrstuvwxyz0123\\\" x`]) texts.add(t)
+// AWS secret access key fields (a value without upper case, which the bare-key scanner leaves alone)
+const AWSV = 'abcdefghij0123456789abcdefghij0123456789'
+for (const t of [`aws_secret_access_key = ${AWSV}`, `x aws-secret-access-key:${AWSV}`, `awsSecretAccessKey: '${AWSV}'`,
+  `config {AWSSECRETACCESSKEY=${AWSV}}`, `,SecretAccessKey = "${AWSV}" end`, `'aws_secret_access_key': '${AWSV}'`,
+  `aws_secret_access_key = ${AWSV}a`, `aws_secret_access_key = ${AWSV.slice(1)}`, `xaws_secret_access_key=${AWSV}`,
+  `awsSecretAccessKey: '${AWSV}"`, `aws__secret_access_key=${AWSV}`, `awssecretaccesskey=${AWSV}_`]) texts.add(t)
 const redactCases = [...texts].map((t) => ({ t, out: redactMod.b(t) }))
 
 // configured logging.redactPatterns (bare sources are case-insensitive, /source/flags keep theirs)

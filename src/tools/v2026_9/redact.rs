@@ -1,7 +1,7 @@
 //! Credential masking of the 2026.9 `sessions_history` (always on): vendor tokens found by
 //! their prefix, JWTs and other dotted tokens, `Bearer` and `Authorization` credentials,
 //! secret-named assignments (`password: …`, `token=…`, `OPENAI_API_KEY=…`, `--api-key …`,
-//! `"apiKey": "…"`), URL passwords and PEM private keys, plus the configured `logging.redactPatterns` (regular expressions). A
+//! `"apiKey": "…"`, `aws_secret_access_key = …`), URL passwords and PEM private keys, plus the configured `logging.redactPatterns` (regular expressions). A
 //! masked value keeps its first 6 and last 4 characters (`sk-abc…6789`); one shorter than 18
 //! becomes `***`.
 //!
@@ -261,6 +261,53 @@ fn escaped_quoted_value(chars: &[char], i: usize, at: usize) -> Option<(usize, u
     (len > 0 && n > 0 && chars.get(close + n) == Some(&quote)).then_some((k - i, close))
 }
 
+fn is_aws_value(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "/+=".contains(c)
+}
+
+/// `aws_secret_access_key = <40 characters>` (also `awsSecretAccessKey`, `SecretAccessKey`, the
+/// name or the value optionally quoted): exactly 40 characters of `A-Za-z0-9/+=`, the same
+/// quote closing the value when it opens with one.
+fn aws_secret_field(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize, usize)> {
+    if prev.is_some_and(|c| !c.is_whitespace() && c != ',' && c != '{') {
+        return None;
+    }
+    let quote = |k: usize| chars.get(k).is_some_and(|c| *c == '"' || *c == '\'');
+    let sep = |k: usize| usize::from(chars.get(k).is_some_and(|c| *c == '-' || *c == '_'));
+    let mut k = i + usize::from(quote(i));
+    if starts_with_ci(chars, k, "secretaccesskey") {
+        k += 15;
+    } else {
+        if !starts_with_ci(chars, k, "aws") {
+            return None;
+        }
+        k += 3;
+        for part in ["secret", "access", "key"] {
+            k += sep(k);
+            if !starts_with_ci(chars, k, part) {
+                return None;
+            }
+            k += part.len();
+        }
+    }
+    k += usize::from(quote(k));
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    if !matches!(chars.get(k), Some(':') | Some('=')) {
+        return None;
+    }
+    k += 1;
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    let open = chars.get(k).copied().filter(|_| quote(k));
+    k += usize::from(open.is_some());
+    let len = chars[k.min(chars.len())..].iter().take_while(|c| is_aws_value(**c)).count();
+    let closed = open.is_none_or(|q| chars.get(k + 40) == Some(&q));
+    (len == 40 && closed).then_some((k - i, k + 40))
+}
+
 /// `--api-key <value>`, `--token=<value>` and the like.
 fn cli_flag(chars: &[char], i: usize) -> Option<(usize, usize)> {
     if !starts_with(chars, i, "--") {
@@ -352,6 +399,9 @@ fn match_at(chars: &[char], i: usize) -> Option<(usize, usize)> {
         return None;
     }
     if let Some(hit) = env_assignment(chars, i, prev) {
+        return Some(hit);
+    }
+    if let Some(hit) = aws_secret_field(chars, i, prev) {
         return Some(hit);
     }
     if let Some(hit) = cli_flag(chars, i) {
