@@ -470,6 +470,27 @@ mod tests {
     }
 
     #[test]
+    fn escaped_quote_environment_values_and_aws_secret_fields_are_masked() {
+        assert_eq!(
+            redact(r#"OPENAI_API_KEY=\"abcdefghijklmnopqrstuvwxyz\""#, &[]).0,
+            r#"OPENAI_API_KEY=\"abcdef…wxyz\""#
+        );
+        assert_eq!(redact(r#"STRIPE_CVV=\\"123\\""#, &[]).0, r#"STRIPE_CVV=\\"***\\""#);
+        let unclosed = r#"X_KEY=\"abcdefghijklmnopqrstuvwxyz\'"#;
+        assert_eq!(redact(unclosed, &[]), (unclosed.to_string(), false));
+        let v = "abcdefghij0123456789abcdefghij0123456789";
+        assert_eq!(redact(&format!("aws_secret_access_key = '{v}'"), &[]).0, "aws_secret_access_key = 'abcdef…6789'");
+        assert_eq!(redact(&format!("{{SecretAccessKey:{v}}}"), &[]).0, "{SecretAccessKey:abcdef…6789}");
+        for miss in [
+            format!("aws_secret_access_key = {v}a"),
+            format!("xaws_secret_access_key={v}"),
+            format!("awsSecretAccessKey: '{v}\""),
+        ] {
+            assert_eq!(redact(&miss, &[]), (miss.clone(), false));
+        }
+    }
+
+    #[test]
     fn configured_literals_and_pem_keys_are_masked() {
         let rules = configured_rules(&["internal-[a-z]+-value".to_string(), "/code=(\\d+)/".to_string()]);
         let (out, hit) = redact("x internal-secret-value y code=12345", &rules);
