@@ -135,14 +135,10 @@ fn json_fields(text: &str) -> String {
             let name: String = chars[i + 1..i + 1 + name_len].iter().collect::<String>().to_lowercase();
             let mut k = i + 1 + name_len + 1;
             if FIELDS.contains(&name.as_str()) && chars.get(k - 1) == Some(&'"') {
-                while chars.get(k).is_some_and(|c| c.is_whitespace()) {
-                    k += 1;
-                }
+                k = skip_space(&chars, k);
                 if chars.get(k) == Some(&':') {
                     k += 1;
-                    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
-                        k += 1;
-                    }
+                    k = skip_space(&chars, k);
                     if chars.get(k) == Some(&'"') {
                         let vlen = chars[k + 1..].iter().take_while(|c| **c != '"').count();
                         if chars.get(k + 1 + vlen) == Some(&'"') && vlen > 0 {
@@ -227,16 +223,7 @@ fn env_assignment(chars: &[char], i: usize, prev: Option<char>) -> Option<(usize
         return None;
     }
     let mut k = i + name;
-    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
-        k += 1;
-    }
-    if !matches!(chars.get(k), Some('=') | Some(':')) {
-        return None;
-    }
-    k += 1;
-    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
-        k += 1;
-    }
+    k = after_separator(chars, k)?;
     if chars.get(k) == Some(&'\\') {
         return escaped_quoted_value(chars, i, k);
     }
@@ -291,16 +278,7 @@ fn aws_secret_field(chars: &[char], i: usize, prev: Option<char>) -> Option<(usi
         }
     }
     k += usize::from(quote(k));
-    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
-        k += 1;
-    }
-    if !matches!(chars.get(k), Some(':') | Some('=')) {
-        return None;
-    }
-    k += 1;
-    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
-        k += 1;
-    }
+    k = after_separator(chars, k)?;
     let open = chars.get(k).copied().filter(|_| quote(k));
     k += usize::from(open.is_some());
     let len = chars[k.min(chars.len())..].iter().take_while(|c| is_aws_value(**c)).count();
@@ -320,9 +298,7 @@ fn cli_flag(chars: &[char], i: usize) -> Option<(usize, usize)> {
     match chars.get(k) {
         Some('=') => k += 1,
         Some(c) if c.is_whitespace() => {
-            while chars.get(k).is_some_and(|c| c.is_whitespace()) {
-                k += 1;
-            }
+            k = skip_space(chars, k);
         }
         _ => return None,
     }
@@ -344,9 +320,7 @@ fn authorization_header(chars: &[char], i: usize, prev: Option<char>) -> Option<
         return None;
     }
     k += 1;
-    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
-        k += 1;
-    }
+    k = skip_space(chars, k);
     let scheme = ["Bearer", "Basic", "Bot"].into_iter().find(|s| starts_with(chars, k, s))?;
     k += scheme.len();
     let ws = chars[k..].iter().take_while(|c| c.is_whitespace()).count();
@@ -448,6 +422,21 @@ fn match_at(chars: &[char], i: usize) -> Option<(usize, usize)> {
         }
     }
     None
+}
+
+/// The first position at or after `k` that is not white space.
+fn skip_space(chars: &[char], mut k: usize) -> usize {
+    while chars.get(k).is_some_and(|c| c.is_whitespace()) {
+        k += 1;
+    }
+    k
+}
+
+/// After a name at `k`: optional white space, `=` or `:`, optional white space; the position of
+/// the value, or `None` when there is no separator.
+fn after_separator(chars: &[char], k: usize) -> Option<usize> {
+    let k = skip_space(chars, k);
+    matches!(chars.get(k), Some('=') | Some(':')).then(|| skip_space(chars, k + 1))
 }
 
 #[cfg(test)]
