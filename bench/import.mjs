@@ -11,15 +11,11 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { buildStateFolder } from './lib/state-folder.mjs'
+import { buildStateFolder, numberArg as arg } from './lib/state-folder.mjs'
 
 const require = createRequire(import.meta.url)
 const { SessionTools } = require(process.env.ADDON ?? '../index.js')
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(name)
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt
-}
 const SESSIONS = arg('--sessions', 10_000)
 const PER_SESSION = arg('--messages-per-session', 100)
 const AGENTS = ['main', 'ops', 'research', 'support']

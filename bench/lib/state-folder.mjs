@@ -54,3 +54,9 @@ export function buildStateFolder(stateDir, { sessions: SESSIONS, perSession: PER
   }
   return { ms: performance.now() - t0, bytes }
 }
+
+/** The number after `name` on the command line, else `dflt` (the import benches' sizes). */
+export function numberArg(name, dflt) {
+  const i = process.argv.indexOf(name)
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt
+}
