@@ -105,6 +105,10 @@ struct Batch {
     lost: RefCell<Vec<(usize, usize, String)>>,
     /// inline (on the JS thread): a transaction that would wait for a lock is not begun
     inline: bool,
+    /// the open transaction holds a write (of an earlier job, or of this job's earlier write)
+    dirty: Cell<bool>,
+    /// the index of the batch's last job
+    last: usize,
 }
 
 thread_local! {
@@ -160,7 +164,7 @@ impl Store {
             return Err(jobs);
         }
         let _ = conn.busy_timeout(Duration::ZERO);
-        let began = conn.execute_batch("BEGIN IMMEDIATE");
+        let began = super::exec_cached(conn, "BEGIN IMMEDIATE");
         if began.is_err() {
             let _ = conn.busy_timeout(super::BUSY_TIMEOUT);
             return Err(jobs);
@@ -186,6 +190,8 @@ impl Store {
                 tx_start: Cell::new(0),
                 lost: RefCell::new(Vec::new()),
                 inline,
+                dirty: Cell::new(false),
+                last: jobs.len().saturating_sub(1),
             })
         });
         let mut outs: Vec<Result<String>> = Vec::with_capacity(jobs.len());
@@ -209,7 +215,7 @@ impl Store {
         let mut lost = batch.lost.into_inner();
         let mut wrote = batch.tx_start.get() > 0;
         if batch.open.get() {
-            match conn.execute_batch("COMMIT") {
+            match super::exec_cached(conn, "COMMIT") {
                 Ok(()) => wrote = true,
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
@@ -238,8 +244,11 @@ impl Store {
         f: &mut impl FnMut(&Db<'_>) -> Result<T>,
         after: Option<impl FnOnce(&T)>,
     ) -> Option<Result<T>> {
-        let (conn, open, inline) = BATCH.with(|b| {
-            b.borrow().as_ref().filter(|b| std::ptr::eq(b.store, self)).map(|b| (b.conn, b.open.get(), b.inline))
+        let (conn, open, inline, alone) = BATCH.with(|b| {
+            b.borrow()
+                .as_ref()
+                .filter(|b| std::ptr::eq(b.store, self))
+                .map(|b| (b.conn, b.open.get(), b.inline, !b.dirty.get() && b.current.get() == b.last))
         })?;
         // SAFETY: the pointer is to the connection the batch's runner holds locked, on this
         // thread, for as long as the batch is registered in the thread-local.
@@ -252,19 +261,33 @@ impl Store {
                     b.tx_start.set(b.current.get());
                 });
             }
-            conn.execute_batch("SAVEPOINT job").map_err(super::sql)?;
-            let out = f(&Db::new(conn));
+            // The first write of the batch's last job is alone in its transaction: it needs no
+            // savepoint of its own (on failure the transaction is rolled back, nothing else in it).
+            if !alone {
+                super::exec_cached(conn, "SAVEPOINT job").map_err(super::sql)?;
+            }
+            let out = {
+                let unwind = UndoOnPanic { conn, alone };
+                let out = f(&Db::new(conn));
+                std::mem::forget(unwind);
+                out
+            };
             let out = match out {
-                Ok(v) => conn.execute_batch("RELEASE job").map_err(super::sql).map(|()| v),
+                Ok(v) if alone => Ok(v),
+                Ok(v) => super::exec_cached(conn, "RELEASE job").map_err(super::sql).map(|()| v),
                 Err(e) => Err(e),
             };
             match out {
                 Ok(v) => {
+                    with_batch(|b| b.dirty.set(true));
                     if let Some(after) = after {
                         // Commit what the batch holds so far, then the side effect, in commit
                         // order; the rest of the batch goes on in a new transaction.
-                        with_batch(|b| b.open.set(false));
-                        if let Err(e) = conn.execute_batch("COMMIT") {
+                        with_batch(|b| {
+                            b.open.set(false);
+                            b.dirty.set(false);
+                        });
+                        if let Err(e) = super::exec_cached(conn, "COMMIT") {
                             let _ = conn.execute_batch("ROLLBACK");
                             return Err(lose(format!("the write was not committed: {e}")));
                         }
@@ -272,6 +295,13 @@ impl Store {
                         after(&v);
                     }
                     Ok(v)
+                }
+                Err(e) if alone => {
+                    if !conn.is_autocommit() {
+                        let _ = super::exec_cached(conn, "ROLLBACK");
+                    }
+                    with_batch(|b| b.open.set(false));
+                    Err(e)
                 }
                 Err(e) => {
                     if conn.is_autocommit() {
@@ -314,6 +344,26 @@ fn with_batch<R>(f: impl FnOnce(&Batch) -> R) -> Option<R> {
     BATCH.with(|b| b.borrow().as_ref().map(f))
 }
 
+/// Undoes a job's write when the job panics in the middle of it (the panic is caught by the
+/// batch, which goes on and commits the others).
+struct UndoOnPanic<'c> {
+    conn: &'c Connection,
+    alone: bool,
+}
+
+impl Drop for UndoOnPanic<'_> {
+    fn drop(&mut self) {
+        if self.conn.is_autocommit() {
+            with_batch(|b| b.open.set(false));
+        } else if self.alone {
+            let _ = super::exec_cached(self.conn, "ROLLBACK");
+            with_batch(|b| b.open.set(false));
+        } else {
+            let _ = self.conn.execute_batch("ROLLBACK TO job; RELEASE job");
+        }
+    }
+}
+
 /// Records that the open transaction was rolled back under its jobs; the error for the job
 /// that found out.
 fn lose(why: String) -> Error {
@@ -332,7 +382,7 @@ fn begin(conn: &Connection, inline: bool) -> Result<()> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match conn.execute_batch("BEGIN IMMEDIATE") {
+        match super::exec_cached(conn, "BEGIN IMMEDIATE") {
             Ok(()) => return Ok(()),
             Err(e) if super::is_busy(&e) && inline => return Err(super::sql(e)),
             Err(e) if super::is_busy(&e) && attempt < BEGIN_RETRIES => {

@@ -224,3 +224,55 @@ fn an_inline_batch_runs_at_once_or_hands_every_job_back_without_waiting() {
     put(&o.0, "agent:main:after", "alone").unwrap();
     assert_eq!(label(&o.0, "agent:main:after"), Some(json!("alone")));
 }
+
+#[test]
+fn the_last_job_alone_in_its_transaction_fails_without_a_savepoint_and_rolls_back_only_itself() {
+    let o = open();
+    let refuse_after_writing = |o: Arc<Owner>, key: &'static str| -> GroupJob {
+        Box::new(move || {
+            o.0.write(|db| {
+                db.put_session(key, &entry::merge(None, &Map::new(), entry::now_ms()))?;
+                Err::<String, _>(Error::invalid_request("refused after writing"))
+            })
+        })
+    };
+    // a batch of one: its write is alone in the transaction, and is rolled back
+    let outs = o.0.try_run_inline(vec![refuse_after_writing(o.clone(), "agent:main:solo")]).ok().unwrap();
+    assert_eq!(outs[0].as_ref().unwrap_err().message(), "refused after writing");
+    assert_eq!(o.0.read(|db| db.session("agent:main:solo")).unwrap(), None);
+    // the last job, after a job that wrote: only its own write goes
+    let a = o.clone();
+    let jobs: Vec<GroupJob> =
+        vec![Box::new(move || put(&a.0, "agent:main:kept", "one")), refuse_after_writing(o.clone(), "agent:main:last")];
+    let outs = o.0.try_run_inline(jobs).ok().unwrap();
+    assert_eq!(outs[0].as_deref().unwrap(), "one");
+    assert_eq!(label(&o.0, "agent:main:kept"), Some(json!("one")));
+    assert_eq!(o.0.read(|db| db.session("agent:main:last")).unwrap(), None);
+    // a job whose second write fails keeps its first (that one was alone, the second was not)
+    let b = o.clone();
+    let twice: GroupJob = Box::new(move || {
+        put(&b.0, "agent:main:first", "kept")?;
+        b.0.write(|db| {
+            db.put_session("agent:main:second", &entry::merge(None, &Map::new(), entry::now_ms()))?;
+            Err::<String, _>(Error::invalid_request("second refused"))
+        })
+    });
+    let outs = o.0.try_run_inline(vec![twice]).ok().unwrap();
+    assert_eq!(outs[0].as_ref().unwrap_err().message(), "second refused");
+    assert_eq!(label(&o.0, "agent:main:first"), Some(json!("kept")));
+    assert_eq!(o.0.read(|db| db.session("agent:main:second")).unwrap(), None);
+    // a panic after writing, alone: rolled back, and the store goes on
+    let c = o.clone();
+    let panics: GroupJob = Box::new(move || {
+        c.0.write(|db| -> Result<String> {
+            db.put_session("agent:main:panic", &entry::merge(None, &Map::new(), entry::now_ms()))?;
+            panic!("a bug after writing")
+        })
+    });
+    let outs = o.0.try_run_inline(vec![panics]).ok().unwrap();
+    assert!(outs[0].as_ref().unwrap_err().message().contains("internal error"));
+    assert_eq!(o.0.read(|db| db.session("agent:main:panic")).unwrap(), None);
+    put(&o.0, "agent:main:after", "fine").unwrap();
+    assert_eq!(label(&o.0, "agent:main:after"), Some(json!("fine")));
+    assert!(o.0.read(|db| db.integrity_ok()).unwrap());
+}

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -123,6 +123,9 @@ fn lock_conn(m: &Mutex<Option<Connection>>) -> Result<std::sync::MutexGuard<'_, 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a write that still found the database busy is tried again, in all.
 const BUSY_RETRIES: u32 = 6;
+/// Prepared statements kept per connection (rusqlite's default, 16, is fewer than one call's
+/// statements plus the transaction's own, so the list queries were parsed again and again).
+const STATEMENT_CACHE: usize = 128;
 
 /// A handle on the open database, for the statements of one read or one transaction.
 pub struct Db<'c> {
@@ -164,6 +167,7 @@ impl Store {
         }
         if path == ":memory:" {
             let conn = Connection::open_in_memory().map_err(|e| open_error(path, e))?;
+            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
             schema::prepare(&conn, path)?;
             return Ok(Store {
                 path: path.to_owned(),
@@ -190,6 +194,7 @@ impl Store {
             | OpenFlags::SQLITE_OPEN_URI;
         let writer = Connection::open_with_flags(&file, flags).map_err(|e| open_error(path, e))?;
         writer.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
+        writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::prepare(&writer, path)?;
         let wal = wal::WalBound::new(&file, wal_limit);
         wal.configure(&writer).map_err(|e| open_error(path, e))?;
@@ -199,6 +204,7 @@ impl Store {
         )
         .map_err(|e| open_error(path, e))?;
         reader.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
+        reader.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(Store {
             path: path.to_owned(),
             file: Some(file),
@@ -357,10 +363,10 @@ impl Store {
             let _ = conn.busy_timeout(Duration::ZERO);
         }
         let out = (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred).map_err(sql)?;
-            let out = f(&Db::new(&tx));
+            let tx = Tx::begin(conn, "BEGIN DEFERRED").map_err(sql)?;
+            let out = f(&Db::new(conn));
             // A read transaction has nothing to commit; ending it releases the snapshot.
-            let _ = tx.rollback();
+            let _ = tx.end("ROLLBACK");
             out
         })();
         if inline {
@@ -379,14 +385,49 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked))
 }
 
+/// Runs a statement without parameters or rows (`BEGIN`, `COMMIT`, `SAVEPOINT`, …) from the
+/// connection's statement cache: parsed once per connection, not once per transaction.
+fn exec_cached(conn: &Connection, text: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(text)?.execute([]).map(|_| ())
+}
+
+/// An open transaction, rolled back when dropped before [`Tx::end`] (an error, a panic).
+struct Tx<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Tx<'c> {
+    fn begin(conn: &'c Connection, text: &str) -> rusqlite::Result<Tx<'c>> {
+        exec_cached(conn, text)?;
+        Ok(Tx { conn, open: true })
+    }
+
+    /// `COMMIT` (a write) or `ROLLBACK` (a read's snapshot released); a failed commit is rolled
+    /// back.
+    fn end(mut self, text: &str) -> rusqlite::Result<()> {
+        let out = exec_cached(self.conn, text);
+        self.open = out.is_err();
+        out
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open && !self.conn.is_autocommit() {
+            let _ = exec_cached(self.conn, "ROLLBACK");
+        }
+    }
+}
+
 fn run_tx<T>(conn: &mut Connection, f: &mut impl FnMut(&Db<'_>) -> Result<T>) -> Result<T, TxError> {
-    let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+    let tx = match Tx::begin(conn, "BEGIN IMMEDIATE") {
         Ok(tx) => tx,
         Err(e) if is_busy(&e) => return Err(TxError::Busy(busy_error(e))),
         Err(e) => return Err(TxError::Other(e.into())),
     };
-    let out = f(&Db::new(&tx)).map_err(TxError::Other)?;
-    match tx.commit() {
+    let out = f(&Db::new(conn)).map_err(TxError::Other)?;
+    match tx.end("COMMIT") {
         Ok(()) => Ok(out),
         Err(e) if is_busy(&e) => Err(TxError::Busy(busy_error(e))),
         Err(e) => Err(TxError::Other(e.into())),

@@ -4,6 +4,7 @@
 use super::*;
 use crate::entry;
 use crate::store::sessions::ListFilter;
+use rusqlite::TransactionBehavior;
 use serde_json::{json, Map, Value};
 
 fn tmp(name: &str) -> PathBuf {
