@@ -134,13 +134,14 @@ impl Db<'_> {
         Ok(best)
     }
 
-    /// Whether an id was read from a file into this transcript.
+    /// Whether an id was read from a file into this transcript (a message read from a file
+    /// keeps its envelope; an appended one has none).
     fn id_was_read(&self, session_id: &str, id: &str) -> Result<bool> {
         // INDEXED BY: without statistics the planner would walk the transcript by its key.
         let mut st = self
             .conn
             .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
+                "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_entry_id \
                  WHERE session_id = ?1 AND entry_id = ?2 AND envelope IS NOT NULL) \
                  OR EXISTS (SELECT 1 FROM transcript_entries INDEXED BY transcript_entries_by_id \
                  WHERE session_id = ?1 AND entry_id = ?2)",
@@ -149,24 +150,12 @@ impl Db<'_> {
         st.query_row(params![session_id, id], |r| r.get(0)).map_err(sql)
     }
 
-    /// Whether the transcript holds anything read from a file (whose ids a generated one must
-    /// avoid).
-    fn has_read_entries(&self, session_id: &str) -> Result<bool> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
-                 WHERE session_id = ?1 AND envelope IS NOT NULL) \
-                 OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = ?1)",
-            )
-            .map_err(sql)?;
-        st.query_row([session_id], |r| r.get(0)).map_err(sql)
-    }
-
     /// The id an entry appended without one gets at `seq`.
-    fn generated_id(&self, session_id: &str, seq: i64, check: bool) -> Result<String> {
+    /// Each is looked up among the read ids (two index probes), rather than keeping a second
+    /// index on every imported message to tell whether the transcript holds any (issue 17).
+    fn generated_id(&self, session_id: &str, seq: i64) -> Result<String> {
         let base = seq_id(seq);
-        if !check || !self.id_was_read(session_id, &base)? {
+        if !self.id_was_read(session_id, &base)? {
             return Ok(base);
         }
         let mut n = 1u32;
@@ -182,7 +171,6 @@ impl Db<'_> {
     /// Appends entries after the last one, in order.
     pub fn append_entries(&self, session_id: &str, entries: &[NewEntry]) -> Result<Appended> {
         let (mut seq, mut prev) = self.last_entry(session_id)?;
-        let check = entries.iter().any(|e| e.id.is_none()) && self.has_read_entries(session_id)?;
         let mut msg = self
             .conn
             .prepare_cached(
@@ -202,7 +190,7 @@ impl Db<'_> {
             seq += 1;
             let (id, parent) = match &e.id {
                 Some(id) => (id.clone(), e.parent_id.clone()),
-                None => (self.generated_id(session_id, seq, check)?, prev.clone()),
+                None => (self.generated_id(session_id, seq)?, prev.clone()),
             };
             if i == 0 {
                 appended.first_parent = parent.clone();

@@ -117,7 +117,7 @@ fn a_generated_id_never_repeats_an_id_read_from_a_file() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "{ids:?}");
-    // a transcript with nothing read from a file never looks ids up
+    // a transcript with nothing read from a file numbers its messages plainly
     let plain = s.write(|db| db.append_messages("other", &[(None, "{}".into())])).unwrap();
     assert_eq!(plain.ids, ["00000001"]);
 }
@@ -130,7 +130,7 @@ fn the_lookups_of_read_ids_search_an_index_not_the_transcript() {
             let mut st = db
                 .conn
                 .prepare(
-                    "EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
+                    "EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_entry_id \
                      WHERE session_id = 'a' AND entry_id = 'b' AND envelope IS NOT NULL) \
                      OR EXISTS (SELECT 1 FROM transcript_entries INDEXED BY transcript_entries_by_id \
                      WHERE session_id = 'a' AND entry_id = 'b')",
@@ -140,6 +140,6 @@ fn the_lookups_of_read_ids_search_an_index_not_the_transcript() {
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(crate::store::sql)?.join("; "))
         })
         .unwrap();
-    assert!(p.contains("USING INDEX messages_by_read_id (session_id=? AND entry_id=?)"), "{p}");
+    assert!(p.contains("USING INDEX messages_by_entry_id (session_id=? AND entry_id=?)"), "{p}");
     assert!(p.contains("INDEX transcript_entries_by_id (session_id=? AND entry_id=?)"), "{p}");
 }
