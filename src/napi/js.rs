@@ -93,6 +93,13 @@ fn convert(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) -> crate
     };
     match v.get_type().map_err(|e| bad(e.reason.clone()))? {
         ValueType::Undefined | ValueType::Null | ValueType::Function | ValueType::Symbol => return Ok(Value::Null),
+        // A string (a key, a session id) is read as it is, without the JSON round trip: napi
+        // turns a lone surrogate into U+FFFD as the repair below does.
+        ValueType::String if repair => {
+            // SAFETY: a string value of this env, on the JS thread.
+            let s = unsafe { String::from_napi_value(env.raw(), v.raw()) }.map_err(|e| bad(e.reason.clone()))?;
+            return Ok(Value::String(s));
+        }
         _ => {}
     }
     let stringify = json_fn(env, "stringify").map_err(|e| bad(e.reason.clone()))?;
