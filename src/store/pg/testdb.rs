@@ -142,3 +142,11 @@ pub fn exec(sql: &str) {
         client.batch_execute(sql).await.expect("setup statement");
     });
 }
+
+/// One store of each backend (an in-memory SQLite one and a fresh PostgreSQL schema), for tests
+/// that hold on both: `for s in testdb::stores() { … }`.
+pub fn stores() -> [crate::store::Store; 2] {
+    let lite = crate::store::Store::open(":memory:").expect("open an in-memory store");
+    let pg = crate::store::Store::open(&fresh_url()).expect("open a PostgreSQL store");
+    [lite, pg]
+}
