@@ -13,6 +13,7 @@
 //! says.
 
 pub mod dialect;
+mod listen;
 pub mod schema;
 #[cfg(test)]
 pub mod testdb;
@@ -27,6 +28,8 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::IsolationLevel;
+
+pub use listen::Waker;
 
 use super::value::Arg;
 use super::Db;
@@ -55,6 +58,8 @@ pub struct PgStore {
     shown: String,
     pool: Pool,
     rt: tokio::runtime::Runtime,
+    /// the connection that hears of new outbox items (started by the first [`PgStore::on_notify`])
+    listener: listen::Listener,
 }
 
 /// One transaction on a pooled connection (see [`Db`]).
@@ -88,6 +93,7 @@ impl PgStore {
         }
         let shown = show(&config);
         let tls = tls::connector(parsed.root_cert.as_deref()).map_err(|e| open_error(&shown, e))?;
+        let listener = listen::Listener::new(config.clone(), tls.clone());
         let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -103,7 +109,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt };
+        let store = PgStore { shown, pool, rt, listener };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
@@ -116,7 +122,14 @@ impl PgStore {
     /// Closes the pool: connections in use close when they are returned; afterwards every call
     /// fails.
     pub fn close(&self) {
+        self.listener.stop();
         self.pool.close();
+    }
+
+    /// Calls `waker` whenever an outbox item is recorded in this store's schema, by any process
+    /// (see `listen`).
+    pub fn on_notify(&self, waker: Waker) {
+        self.listener.add(&self.rt, waker);
     }
 
     pub fn is_closed(&self) -> bool {
