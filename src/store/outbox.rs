@@ -189,3 +189,7 @@ impl Db<'_> {
         self.rows(concat!("SELECT ", columns!(), " FROM outbox ORDER BY id"), args![], row)
     }
 }
+
+#[cfg(test)]
+#[path = "outbox_tests.rs"]
+mod tests;

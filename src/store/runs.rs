@@ -95,3 +95,7 @@ impl Db<'_> {
         self.finish_run(run_id, status, ended_at, Some(error))
     }
 }
+
+#[cfg(test)]
+#[path = "runs_tests.rs"]
+mod tests;
