@@ -13,6 +13,7 @@
 //! says.
 
 pub mod dialect;
+mod listen;
 pub mod schema;
 #[cfg(test)]
 pub mod testdb;
@@ -30,6 +31,8 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::IsolationLevel;
+
+pub use listen::Waker;
 
 use super::value::Arg;
 use super::Db;
@@ -59,11 +62,14 @@ pub struct PgStore {
     pool: Pool,
     /// Taken apart by hand in `Drop`.
     rt: ManuallyDrop<tokio::runtime::Runtime>,
+    /// the connection that hears of new outbox items (started by the first [`PgStore::on_notify`])
+    listener: listen::Listener,
 }
 
 impl Drop for PgStore {
     fn drop(&mut self) {
         self.pool.close();
+        self.listener.stop();
         // The store may be dropped on an async task: a runtime cannot block there, so its
         // threads are told to stop and left to do so.
         // SAFETY: `rt` is taken once, here, and never used after.
@@ -103,6 +109,7 @@ impl PgStore {
         }
         let shown = show(&config);
         let tls = tls::connector(parsed.root_cert.as_deref()).map_err(|e| open_error(&shown, e))?;
+        let listener = listen::Listener::new(config.clone(), tls.clone());
         let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -118,7 +125,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt) };
+        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt), listener };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
@@ -131,7 +138,14 @@ impl PgStore {
     /// Closes the pool: connections in use close when they are returned; afterwards every call
     /// fails.
     pub fn close(&self) {
+        self.listener.stop();
         self.pool.close();
+    }
+
+    /// Calls `waker` whenever an outbox item is recorded in this store's schema, by any process
+    /// (see `listen`).
+    pub fn on_notify(&self, waker: Waker) {
+        self.listener.add(&self.rt, waker);
     }
 
     pub fn is_closed(&self) -> bool {
