@@ -12,6 +12,7 @@
 //! sent is tried again once on a fresh connection. This module never decides what a statement
 //! says.
 
+mod copy;
 pub mod dialect;
 mod listen;
 pub mod schema;
