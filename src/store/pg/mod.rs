@@ -21,6 +21,7 @@ mod tests;
 mod tls;
 
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -54,7 +55,19 @@ pub struct PgStore {
     /// `postgres://user@host:port/db`, without the password: for messages.
     shown: String,
     pool: Pool,
-    rt: tokio::runtime::Runtime,
+    /// Taken apart by hand in `Drop`.
+    rt: ManuallyDrop<tokio::runtime::Runtime>,
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.pool.close();
+        // The store may be dropped on an async task: a runtime cannot block there, so its
+        // threads are told to stop and left to do so.
+        // SAFETY: `rt` is taken once, here, and never used after.
+        let rt = unsafe { ManuallyDrop::take(&mut self.rt) };
+        rt.shutdown_background();
+    }
 }
 
 /// One transaction on a pooled connection (see [`Db`]).
@@ -103,7 +116,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt };
+        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt) };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
