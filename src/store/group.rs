@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{Db, Store};
+use super::{Db, Store, TxSql};
 use crate::error::{Error, ErrorCode, Result};
 
 /// A write job: at most one write transaction's worth of work, answering JSON text.
@@ -174,7 +174,7 @@ impl Store {
             return Err(jobs);
         }
         let _ = conn.busy_timeout(Duration::ZERO);
-        let began = super::exec_cached(conn, "BEGIN IMMEDIATE");
+        let began = super::exec_cached(conn, TxSql::BeginImmediate);
         if began.is_err() {
             let _ = conn.busy_timeout(super::BUSY_TIMEOUT);
             return Err(jobs);
@@ -225,7 +225,7 @@ impl Store {
         let mut lost = batch.lost.into_inner();
         let mut wrote = batch.tx_start.get() > 0;
         if batch.open.get() {
-            match super::exec_cached(conn, "COMMIT") {
+            match super::exec_cached(conn, TxSql::Commit) {
                 Ok(()) => wrote = true,
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
@@ -274,7 +274,7 @@ impl Store {
             // The first write of the batch's last job is alone in its transaction: it needs no
             // savepoint of its own (on failure the transaction is rolled back, nothing else in it).
             if !alone {
-                super::exec_cached(conn, "SAVEPOINT job").map_err(super::sql)?;
+                super::exec_cached(conn, TxSql::Savepoint).map_err(super::sql)?;
             }
             let out = {
                 let unwind = UndoOnPanic { conn, alone };
@@ -284,7 +284,7 @@ impl Store {
             };
             let out = match out {
                 Ok(v) if alone => Ok(v),
-                Ok(v) => super::exec_cached(conn, "RELEASE job").map_err(super::sql).map(|()| v),
+                Ok(v) => super::exec_cached(conn, TxSql::Release).map_err(super::sql).map(|()| v),
                 Err(e) => Err(e),
             };
             match out {
@@ -297,7 +297,7 @@ impl Store {
                             b.open.set(false);
                             b.dirty.set(false);
                         });
-                        if let Err(e) = super::exec_cached(conn, "COMMIT") {
+                        if let Err(e) = super::exec_cached(conn, TxSql::Commit) {
                             let _ = conn.execute_batch("ROLLBACK");
                             return Err(lose(format!("the write was not committed: {e}")));
                         }
@@ -308,7 +308,7 @@ impl Store {
                 }
                 Err(e) if alone => {
                     if !conn.is_autocommit() {
-                        let _ = super::exec_cached(conn, "ROLLBACK");
+                        let _ = super::exec_cached(conn, TxSql::Rollback);
                     }
                     with_batch(|b| b.open.set(false));
                     Err(e)
@@ -366,7 +366,7 @@ impl Drop for UndoOnPanic<'_> {
         if self.conn.is_autocommit() {
             with_batch(|b| b.open.set(false));
         } else if self.alone {
-            let _ = super::exec_cached(self.conn, "ROLLBACK");
+            let _ = super::exec_cached(self.conn, TxSql::Rollback);
             with_batch(|b| b.open.set(false));
         } else {
             let _ = self.conn.execute_batch("ROLLBACK TO job; RELEASE job");
@@ -392,7 +392,7 @@ fn begin(conn: &Connection, inline: bool) -> Result<()> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match super::exec_cached(conn, "BEGIN IMMEDIATE") {
+        match super::exec_cached(conn, TxSql::BeginImmediate) {
             Ok(()) => return Ok(()),
             Err(e) if super::is_busy(&e) && inline => return Err(super::sql(e)),
             Err(e) if super::is_busy(&e) && attempt < BEGIN_RETRIES => {

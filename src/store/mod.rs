@@ -416,10 +416,10 @@ impl Store {
             let _ = conn.busy_timeout(Duration::ZERO);
         }
         let out = (|| {
-            let tx = Tx::begin(conn, "BEGIN DEFERRED").map_err(sql)?;
+            let tx = Tx::begin(conn, TxSql::BeginDeferred).map_err(sql)?;
             let out = f(&Db::new(conn));
             // A read transaction has nothing to commit; ending it releases the snapshot.
-            let _ = tx.end("ROLLBACK");
+            let _ = tx.end(TxSql::Rollback);
             out
         })();
         if inline {
@@ -438,10 +438,29 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked))
 }
 
-/// Runs a statement without parameters or rows (`BEGIN`, `COMMIT`, `SAVEPOINT`, …) from the
-/// connection's statement cache: parsed once per connection, not once per transaction.
-fn exec_cached(conn: &Connection, text: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(text)?.execute([]).map(|_| ())
+/// The statements that open and close transactions and savepoints.
+#[derive(Clone, Copy)]
+enum TxSql {
+    BeginImmediate,
+    BeginDeferred,
+    Commit,
+    Rollback,
+    Savepoint,
+    Release,
+}
+
+/// Runs one of them from the connection's statement cache: parsed once per connection, not once
+/// per transaction (as `execute_batch` would).
+fn exec_cached(conn: &Connection, which: TxSql) -> rusqlite::Result<()> {
+    let mut st = match which {
+        TxSql::BeginImmediate => conn.prepare_cached("BEGIN IMMEDIATE")?,
+        TxSql::BeginDeferred => conn.prepare_cached("BEGIN DEFERRED")?,
+        TxSql::Commit => conn.prepare_cached("COMMIT")?,
+        TxSql::Rollback => conn.prepare_cached("ROLLBACK")?,
+        TxSql::Savepoint => conn.prepare_cached("SAVEPOINT job")?,
+        TxSql::Release => conn.prepare_cached("RELEASE job")?,
+    };
+    st.execute([]).map(|_| ())
 }
 
 /// An open transaction, rolled back when dropped before [`Tx::end`] (an error, a panic).
@@ -451,15 +470,15 @@ struct Tx<'c> {
 }
 
 impl<'c> Tx<'c> {
-    fn begin(conn: &'c Connection, text: &str) -> rusqlite::Result<Tx<'c>> {
-        exec_cached(conn, text)?;
+    fn begin(conn: &'c Connection, which: TxSql) -> rusqlite::Result<Tx<'c>> {
+        exec_cached(conn, which)?;
         Ok(Tx { conn, open: true })
     }
 
     /// `COMMIT` (a write) or `ROLLBACK` (a read's snapshot released); a failed commit is rolled
     /// back.
-    fn end(mut self, text: &str) -> rusqlite::Result<()> {
-        let out = exec_cached(self.conn, text);
+    fn end(mut self, which: TxSql) -> rusqlite::Result<()> {
+        let out = exec_cached(self.conn, which);
         self.open = out.is_err();
         out
     }
@@ -468,19 +487,19 @@ impl<'c> Tx<'c> {
 impl Drop for Tx<'_> {
     fn drop(&mut self) {
         if self.open && !self.conn.is_autocommit() {
-            let _ = exec_cached(self.conn, "ROLLBACK");
+            let _ = exec_cached(self.conn, TxSql::Rollback);
         }
     }
 }
 
 fn run_tx<T>(conn: &mut Connection, f: &mut impl FnMut(&Db<'_>) -> Result<T>) -> Result<T, TxError> {
-    let tx = match Tx::begin(conn, "BEGIN IMMEDIATE") {
+    let tx = match Tx::begin(conn, TxSql::BeginImmediate) {
         Ok(tx) => tx,
         Err(e) if is_busy(&e) => return Err(TxError::Busy(busy_error(e))),
         Err(e) => return Err(TxError::Other(e.into())),
     };
     let out = f(&Db::new(conn)).map_err(TxError::Other)?;
-    match tx.end("COMMIT") {
+    match tx.end(TxSql::Commit) {
         Ok(()) => Ok(out),
         Err(e) if is_busy(&e) => Err(TxError::Busy(busy_error(e))),
         Err(e) => Err(TxError::Other(e.into())),
