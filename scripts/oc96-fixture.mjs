@@ -234,6 +234,27 @@ for (let i = 0; i < 300; i++) {
   if (rnd(2)) parts.push(pick(FRAGMENTS))
   texts.add(parts.join(pick([' ', '\n', '&', ', ', ' | ', '; '])))
 }
+// generated "name, separator, value" runs: secret and harmless names in every case, separators,
+// quotes and escapes, values that are references, already masked, astral or written-out headers
+const NAMES = ['password', 'PASSWORD', 'Password', 'passwd', 'pass', 'passphrase', 'token', 'TOKEN', 'access_token', 'access-token',
+  'accessToken', 'api_key', 'api-key', 'apiKey', 'apikey', 'MY_API_KEY', 'secret', 'client_secret', 'clientSecret', 'app-secret',
+  'secret_key', 'key', 'auth', 'jwt', 'session', 'code', 'sig', 'credential', 'authorization', 'Authorization', 'Proxy-Authorization',
+  'x-api-key', 'x-goog-api-key', 'X-OpenClaw-Token', 'cookie', 'private_key', 'key_material', 'db.password', 'smtp-pass',
+  'aws_secret_access_key', 'SecretAccessKey', 'card_number', 'CARD_CVV', 'security-code', 'id_token', 'body', 'form', 'user', 'q']
+const SEPARATORS = ['=', ': ', ':', ' = ', '= ', '="', "='", '=`', ': "', '": "', String.raw`=\"`, '&', '\t=\t', ' ', '\n']
+const VALUES = ['hunter2', LONGV, AWSK, 'sk-abcdefghijklmnopqrstuvwxyz0123456789', '$PASSWORD', '${OPENAI_API_KEY:-}', '***', '[REDACTED]',
+  'a b c', 'x%20y', '"quoted value"', "'single'", 'v1,v2', 'v;w', 'Digest username="a", response="bbbbbbbbbbbbbbbbbbbb"',
+  'Bearer abcdefghijklmnopqrstuvwxyz', 'Basic dXNlcjpwYXNz', 'Token abc', 'https://u:p4ssw0rd@h.example/x?token=abc&y=1',
+  '\u{1F600}secret\u{1F600}value\u{1F600}long\u{1F600}enough', 'é'.repeat(20), '']
+const JOINS = [' ', '\n', '&', ', ', '; ', '', '\r\n', String.raw`\n`, '{', '(', '"', '?', '\u200b', '\u00a0', '%2B', '+']
+for (let i = 0; i < 400; i++) {
+  let t = ''
+  for (let k = 0, n = 1 + rnd(4); k < n; k++) {
+    t += pick(JOINS) + (rnd(5) === 0 ? pick(['--', 'https://h.example/p?', 'export ', 'curl -H "', '{"', 'data:;base64,', String.raw`\"`]) : '')
+    t += pick(NAMES) + pick(SEPARATORS) + pick(VALUES) + (rnd(3) === 0 ? pick(['"', "'", '`', ')', ']', '}', ',', ';']) : '')
+  }
+  texts.add(t)
+}
 const redactCases = [...texts].map((t) => ({ t, out: redactMod.b(t) }))
 
 // configured logging.redactPatterns (bare sources are case-insensitive, /source/flags keep theirs)

@@ -1,14 +1,14 @@
-//! Credential masking of the 2026.9 `sessions_history` (always on): vendor tokens found by
-//! their prefix, JWTs and other dotted tokens, `Bearer` and `Authorization` credentials,
-//! secret-named assignments (`password: …`, `token=…`, `OPENAI_API_KEY=…`, `--api-key …`,
-//! `"apiKey": "…"`, `aws_secret_access_key = …`), URL passwords and PEM private keys, plus the configured `logging.redactPatterns` (regular expressions). A
-//! masked value keeps its first 6 and last 4 characters (`sk-abc…6789`); one shorter than 18
-//! becomes `***`.
+//! Credential masking of the 2026.9 `sessions_history` (always on): the order of the gateway's
+//! steps, the mask itself and the PEM step. A masked value keeps its first 6 and last 4
+//! characters (`sk-abc…6789`); one shorter than 18 becomes `***`.
 //!
-//! The assignment, header, URL and PEM shapes are a hand-written scanner; the gateway's vendor
-//! token shapes and the configured patterns are regular expressions (`redact_rx`).
-//! `src/agreement_test.rs` compares the whole with the package's own `redactToolPayloadText`
-//! on the texts `scripts/oc96-fixture.mjs` recorded. Pure text in, text out.
+//! The steps, each over the text the previous one left (so one step can mask what another
+//! already masked, as the gateway's do): `Authorization` parameters (`redact_auth`), URL query
+//! values and form bodies (`redact_form`), the configured `logging.redactPatterns`, the 31
+//! assignment / header / URL shapes (`redact_fields`), PEM private keys (here), AWS secret fields,
+//! the 90 vendor-token shapes (`redact_rx`) and bare AWS secret keys (`redact_aws`): the
+//! gateway's 123 default shapes. `src/agreement_test.rs` compares the whole with the package's own
+//! `redactToolPayloadText` on the texts `scripts/oc96-fixture.mjs` recorded. Pure text in, text out.
 
 /// Values shorter than this are masked whole.
 const MIN_LENGTH: usize = 18;
@@ -24,18 +24,28 @@ use super::redact_aws::aws_secret_keys;
 use super::redact_fields::fields;
 use super::redact_form::{form_bodies, query_values};
 use super::redact_pass::{pem_block, split_value};
-#[cfg(test)]
-use super::redact_rx::configured_rules;
 use super::redact_rx::{apply_all, vendor_tokens, Rule};
 
-/// `sk-abc…6789`, or `***` for a short value.
+/// `sk-abc…6789`, or `***` for a short value. Lengths count UTF-16 units, as the gateway's do;
+/// a character that would be cut in half is left out.
 pub fn mask(token: &str) -> String {
-    let chars: Vec<char> = token.chars().collect();
-    if chars.len() < MIN_LENGTH {
+    if token.encode_utf16().count() < MIN_LENGTH {
         return "***".to_string();
     }
-    let start: String = chars[..KEEP_START].iter().collect();
-    let end: String = chars[chars.len() - KEEP_END..].iter().collect();
+    let within = |budget: usize, chars: &mut dyn Iterator<Item = char>| {
+        let mut used = 0;
+        let mut kept = Vec::new();
+        for c in chars {
+            used += c.len_utf16();
+            if used > budget {
+                break;
+            }
+            kept.push(c);
+        }
+        kept
+    };
+    let start: String = within(KEEP_START, &mut token.chars()).into_iter().collect();
+    let end: String = within(KEEP_END, &mut token.chars().rev()).into_iter().rev().collect();
     format!("{start}…{end}")
 }
 
@@ -44,13 +54,9 @@ pub fn mask(token: &str) -> String {
 pub fn redact(text: &str, extra: &[Rule]) -> (String, bool) {
     let mut out = form_bodies(&query_values(&auth_params(text)));
     out = apply_all(extra, &out);
-    for pass in &fields().before_pem {
-        out = pass.apply(&out);
-    }
+    out = fields().before_pem.apply(&out);
     out = pem(&out);
-    for pass in &fields().after_pem {
-        out = pass.apply(&out);
-    }
+    out = fields().after_pem.apply(&out);
     out = vendor_tokens(&out);
     out = aws_secret_keys(&out);
     let changed = out != text;
@@ -100,64 +106,5 @@ fn pem(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_keep_six_and_four_characters_and_short_values_are_starred() {
-        let (out, hit) = redact("my key is sk-abcdefghijklmnopqrstuvwxyz0123456789", &[]);
-        assert_eq!(out, "my key is sk-abc…6789");
-        assert!(hit);
-        assert_eq!(redact("password: hunter2hunter2", &[]).0, "password: ***");
-        assert_eq!(redact("token=abc123def456ghi789", &[]).0, "token=abc123…i789");
-        assert_eq!(redact("AKIAIOSFODNN7EXAMPLE", &[]).0, "AKIAIO…MPLE");
-        assert_eq!(
-            redact("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijk", &[]).0,
-            "Authorization: Bearer eyJhbG…hijk"
-        );
-        assert_eq!(redact("hello world", &[]), ("hello world".to_string(), false));
-    }
-
-    #[test]
-    fn escaped_quote_environment_values_and_aws_secret_fields_are_masked() {
-        assert_eq!(
-            redact(r#"OPENAI_API_KEY=\"abcdefghijklmnopqrstuvwxyz\""#, &[]).0,
-            r#"OPENAI_API_KEY=\"abcdef…wxyz\""#
-        );
-        assert_eq!(redact(r#"STRIPE_CVV=\\"123\\""#, &[]).0, r#"STRIPE_CVV=\\"***\\""#);
-        let unclosed = r#"X_KEY=\"abcdefghijklmnopqrstuvwxyz\'"#;
-        assert_eq!(redact(unclosed, &[]), (unclosed.to_string(), false));
-        let v = "abcdefghij0123456789abcdefghij0123456789";
-        assert_eq!(redact(&format!("aws_secret_access_key = '{v}'"), &[]).0, "aws_secret_access_key = 'abcdef…6789'");
-        assert_eq!(redact(&format!("{{SecretAccessKey:{v}}}"), &[]).0, "{SecretAccessKey:abcdef…6789}");
-        for miss in [
-            format!("aws_secret_access_key = {v}a"),
-            format!("xaws_secret_access_key={v}"),
-            format!("awsSecretAccessKey: '{v}\""),
-        ] {
-            assert_eq!(redact(&miss, &[]), (miss.clone(), false));
-        }
-    }
-
-    #[test]
-    fn configured_literals_and_pem_keys_are_masked() {
-        let rules = configured_rules(&["internal-[a-z]+-value".to_string(), "/code=(\\d+)/".to_string()]);
-        let (out, hit) = redact("x internal-secret-value y code=12345", &rules);
-        assert_eq!(out, "x intern…alue y code=***");
-        assert!(hit);
-        let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----";
-        assert_eq!(redact(pem, &[]).0, "-----BEGIN RSA PRIVATE KEY-----\n…redacted…\n-----END RSA PRIVATE KEY-----");
-    }
-}
-
-#[cfg(test)]
-mod probe_tmp {
-    #[test]
-    fn probe_tmp() {
-        let Ok(text) = std::fs::read_to_string("/tmp/r3/in.txt") else { return };
-        for l in text.lines().filter(|l| !l.is_empty()) {
-            let t: String = serde_json::from_str(l).unwrap();
-            println!("{l}  =>  {}", serde_json::to_string(&super::redact(&t, &[]).0).unwrap());
-        }
-    }
-}
+#[path = "redact_tests.rs"]
+mod tests;

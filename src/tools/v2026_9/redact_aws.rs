@@ -29,10 +29,10 @@ fn is_secret_shaped(run: &[char]) -> bool {
 }
 
 /// Cheap test before the scan: some run of at least 40 value characters.
-fn could_hold_one(chars: &[char]) -> bool {
+fn could_hold_one(text: &str) -> bool {
     let mut run = 0;
-    chars.iter().any(|c| {
-        run = if is_value(*c) { run + 1 } else { 0 };
+    text.bytes().any(|c| {
+        run = if is_value(char::from(c)) { run + 1 } else { 0 };
         run >= RUN
     })
 }
@@ -67,10 +67,10 @@ struct Run {
 
 /// The text with every bare AWS secret access key masked.
 pub(super) fn aws_secret_keys(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    if !could_hold_one(&chars) {
+    if !could_hold_one(text) {
         return text.to_string();
     }
+    let chars: Vec<char> = text.chars().collect();
     let hits = scan(&chars);
     if hits.is_empty() {
         return text.to_string();

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use regex::Captures;
 
-use super::redact_pass::{compile, Masking, Pass};
+use super::redact_pass::{compile, Masking, Pass, Passes};
 
 const PAYMENT_ENV: &str = r"CARD[_-]?NUMBER|CARD[_-]?CVC|CARD[_-]?CVV|CVC|CVV|SECURITY[_-]?CODE|PAYMENT[_-]?CREDENTIAL|SHARED[_-]?PAYMENT[_-]?TOKEN";
 const PAYMENT_QUERY: &str = r"card[-_]?number|card[-_]?cvc|card[-_]?cvv|cvc|cvv|security[-_]?code|payment[-_]?credential|shared[-_]?payment[-_]?token";
@@ -59,8 +59,8 @@ fn quoted(quotes: &str, body: &str, close: &str) -> String {
 
 /// The shapes in the gateway's order, split around the PEM step (which `redact` runs between).
 pub(super) struct Fields {
-    pub before_pem: Vec<Pass>,
-    pub after_pem: Vec<Pass>,
+    pub before_pem: Passes,
+    pub after_pem: Passes,
 }
 
 pub(super) fn fields() -> &'static Fields {
@@ -184,7 +184,7 @@ fn build() -> Fields {
         Hinted,
         Some(aws_value_ends),
     )];
-    Fields { before_pem, after_pem }
+    Fields { before_pem: Passes::new(before_pem), after_pem: Passes::new(after_pem) }
 }
 
 /// The last group that took part in the match.
@@ -192,20 +192,33 @@ fn last_group<'t>(caps: &Captures<'t>) -> Option<regex::Match<'t>> {
     (1..caps.len()).rev().find_map(|g| caps.get(g))
 }
 
+fn match_end(caps: &Captures) -> usize {
+    caps.get(0).map_or(0, |m| m.end())
+}
+
 /// `--token or --other`: `or` / `and` before another flag is not a value.
-fn cli_value_is_not_a_conjunction(text: &str, caps: &Captures) -> bool {
+fn cli_value_is_not_a_conjunction(text: &str, caps: &Captures) -> Option<usize> {
     static CONJUNCTION: OnceLock<regex::Regex> = OnceLock::new();
     let re = CONJUNCTION.get_or_init(|| compile(r"^(?:or|and)\b\s+--", true));
-    caps.get(1).is_none_or(|v| !re.is_match(&text[v.start()..]))
+    caps.get(1).is_none_or(|v| !re.is_match(&text[v.start()..])).then(|| match_end(caps))
 }
 
 /// After a header value: optional quote, then the end, a closer, or a line break that does not
 /// continue the header.
-fn ends_header_value(text: &str, caps: &Captures) -> bool {
+fn ends_value_at(text: &str, at: usize) -> bool {
     static END: OnceLock<regex::Regex> = OnceLock::new();
     let re = END.get_or_init(|| compile(r#"^(?:\\{1,64}["']|["']|)(?:$|[,;)}\]]|\r?\n(?:$|[^ \t]))"#, false));
-    let rest = &text[caps.get(0).map_or(text.len(), |m| m.end())..];
-    re.is_match(rest)
+    re.is_match(&text[at..])
+}
+
+/// A header value that must end the header; `[REDACTED]` followed by more text ends at its `]`
+/// instead (the gateway's second reading of it), so `[REDACTED` is masked.
+fn ends_header_value(text: &str, caps: &Captures) -> Option<usize> {
+    if ends_value_at(text, match_end(caps)) {
+        return Some(match_end(caps));
+    }
+    let v = last_group(caps)?;
+    v.as_str().eq_ignore_ascii_case("[REDACTED]").then_some(v.end() - 1)
 }
 
 fn is_plain_scheme(s: &str) -> bool {
@@ -213,28 +226,33 @@ fn is_plain_scheme(s: &str) -> bool {
 }
 
 /// `Authorization: <scheme> <credential>` for schemes other than Bearer, Basic and Bot.
-fn auth_scheme(_text: &str, caps: &Captures) -> bool {
-    caps.get(2).is_none_or(|s| !is_plain_scheme(s.as_str()))
+fn auth_scheme(_text: &str, caps: &Captures) -> Option<usize> {
+    caps.get(2).is_none_or(|s| !is_plain_scheme(s.as_str())).then(|| match_end(caps))
 }
 
 /// `Authorization: <credential>` alone, unless that credential is a plain scheme word followed by white space.
-fn auth_opaque(text: &str, caps: &Captures) -> bool {
+fn auth_opaque(text: &str, caps: &Captures) -> Option<usize> {
     static REQUIRED_SPACE: OnceLock<regex::Regex> = OnceLock::new();
     let re = REQUIRED_SPACE.get_or_init(|| compile(&format!("^{}", value_space(true)), false));
-    let Some(v) = last_group(caps) else { return false };
-    !(is_plain_scheme(v.as_str()) && re.is_match(&text[v.end()..])) && ends_header_value(text, caps)
+    let v = last_group(caps)?;
+    if is_plain_scheme(v.as_str()) && re.is_match(&text[v.end()..]) {
+        return None;
+    }
+    ends_header_value(text, caps)
 }
 
 /// A form body's first pair counts only when another `&name=` pair follows.
-fn followed_by_form_pair(text: &str, caps: &Captures) -> bool {
-    let rest = &text.as_bytes()[caps.get(0).map_or(text.len(), |m| m.end())..];
-    rest.first() == Some(&b'&')
+fn followed_by_form_pair(text: &str, caps: &Captures) -> Option<usize> {
+    let rest = &text.as_bytes()[match_end(caps)..];
+    let pair = rest.first() == Some(&b'&')
         && rest.get(1).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
-        && rest[2..].iter().find(|c| !(c.is_ascii_alphanumeric() || b"_.-".contains(c))) == Some(&b'=')
+        && rest[2..].iter().find(|c| !(c.is_ascii_alphanumeric() || b"_.-".contains(c))) == Some(&b'=');
+    pair.then(|| match_end(caps))
 }
 
 /// An AWS secret is exactly 40 characters: not followed by another of its characters.
-fn aws_value_ends(text: &str, caps: &Captures) -> bool {
+fn aws_value_ends(text: &str, caps: &Captures) -> Option<usize> {
     let end = last_group(caps).map_or(text.len(), |m| m.end());
-    !text[end..].chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || "/+=".contains(c))
+    let more = text[end..].chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || "/+=".contains(c));
+    (!more).then(|| match_end(caps))
 }

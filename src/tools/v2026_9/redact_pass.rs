@@ -10,7 +10,7 @@
 //! `\b` and `\d`). Look-arounds and back-references have no place here: a pattern that needs one
 //! is written without it plus an `accept` check on the match. Pure text in, text out.
 
-use regex::{Captures, Regex, RegexBuilder};
+use regex::{Captures, Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use super::redact::mask;
 
@@ -80,20 +80,64 @@ pub(super) enum Masking {
     FormAware,
 }
 
-/// A check on a match beyond the regex (the gateway's look-arounds): `false` rejects the match
-/// at this position and the search goes on one character later.
-pub(super) type Accept = fn(&str, &Captures) -> bool;
+/// A check on a match beyond the regex (the gateway's look-arounds): None rejects the match at
+/// this position (the search goes on one character later); otherwise where the match really
+/// ends, which the gateway's backtracking can put before the end of the regex match (the secret
+/// is cut there too).
+pub(super) type Accept = fn(&str, &Captures) -> Option<usize>;
 
 /// One compiled gateway pattern.
 pub(super) struct Pass {
-    pub re: Regex,
-    pub masking: Masking,
-    pub accept: Option<Accept>,
+    re: Regex,
+    ci: bool,
+    masking: Masking,
+    accept: Option<Accept>,
+}
+
+/// Passes applied in order; one set over all of them says which can match the current text at
+/// all (it is asked again after each change, so skipping is exact).
+pub(super) struct Passes {
+    passes: Vec<Pass>,
+    set: Option<RegexSet>,
+}
+
+impl Passes {
+    pub fn new(passes: Vec<Pass>) -> Passes {
+        let sources =
+            passes.iter().map(|p| if p.ci { format!("(?i:{})", p.re.as_str()) } else { p.re.as_str().to_string() });
+        let set = RegexSetBuilder::new(sources).size_limit(1 << 26).dfa_size_limit(1 << 24).build().ok();
+        Passes { passes, set }
+    }
+
+    /// How many passes, and whether the set over them was built.
+    #[cfg(test)]
+    pub fn shape(&self) -> (usize, bool) {
+        (self.passes.len(), self.set.is_some())
+    }
+
+    pub fn apply(&self, text: &str) -> String {
+        let Some(set) = &self.set else {
+            return self.passes.iter().fold(text.to_string(), |out, pass| pass.apply(&out));
+        };
+        let mut out = text.to_string();
+        let mut hits = set.matches(&out);
+        for (i, pass) in self.passes.iter().enumerate() {
+            if !hits.matched(i) {
+                continue;
+            }
+            let next = pass.apply(&out);
+            if next != out {
+                out = next;
+                hits = set.matches(&out);
+            }
+        }
+        out
+    }
 }
 
 impl Pass {
     pub fn new(src: &str, ci: bool, masking: Masking, accept: Option<Accept>) -> Pass {
-        Pass { re: compile(src, ci), masking, accept }
+        Pass { re: compile(src, ci), ci, masking, accept }
     }
 
     /// The text with every match of this pass masked.
@@ -104,12 +148,12 @@ impl Pass {
         while at <= text.len() {
             let Some(caps) = self.re.captures_at(text, at) else { break };
             let whole = caps.get(0).expect("group 0 always participates");
-            if self.accept.is_some_and(|ok| !ok(text, &caps)) {
+            let Some(end) = self.accept.map_or(Some(whole.end()), |ok| ok(text, &caps)) else {
                 at = next_char(text, whole.start());
                 continue;
-            }
-            at = if whole.is_empty() { next_char(text, whole.end()) } else { whole.end() };
-            let Some((start, end, replacement)) = self.edit(&caps) else { continue };
+            };
+            at = if end == whole.start() { next_char(text, end) } else { end };
+            let Some((start, end, replacement)) = self.edit(text, &caps, end) else { continue };
             out.push_str(&text[copied..start]);
             out.push_str(&replacement);
             copied = end;
@@ -122,13 +166,14 @@ impl Pass {
     }
 
     /// The replacement for one match: (start, end, text), or None when it stays as it is.
-    fn edit(&self, caps: &Captures) -> Option<(usize, usize, String)> {
-        let whole = caps.get(0)?;
-        if whole.as_str().contains("PRIVATE KEY-----") {
-            return Some((whole.start(), whole.end(), pem_block(whole.as_str())));
+    fn edit(&self, text: &str, caps: &Captures, end: usize) -> Option<(usize, usize, String)> {
+        let whole = &text[caps.get(0)?.start()..end];
+        if whole.contains("PRIVATE KEY-----") {
+            return Some((end - whole.len(), end, pem_block(whole)));
         }
-        let secret = (1..caps.len()).rev().filter_map(|g| caps.get(g)).find(|m| !m.is_empty()).unwrap_or(whole);
-        let token = secret.as_str();
+        let group = (1..caps.len()).rev().filter_map(|g| caps.get(g)).find(|m| m.start() < end && !m.is_empty());
+        let (start, stop) = group.map_or((end - whole.len(), end), |m| (m.start(), m.end().min(end)));
+        let token = &text[start..stop];
         if token == "***" {
             return None;
         }
@@ -141,14 +186,14 @@ impl Pass {
             return None;
         }
         let replacement = if self.masking == Masking::Shell {
-            if is_own_reference(whole.as_str(), token) || is_empty_expansion_tail(token) {
+            if is_own_reference(whole, token) || is_empty_expansion_tail(token) {
                 return None;
             }
             mask(token)
         } else {
             format!("{}{suffix}{pairs}", mask(maskable))
         };
-        Some((secret.start(), secret.end(), replacement))
+        Some((start, stop, replacement))
     }
 }
 
