@@ -1,11 +1,13 @@
-//! The gateway's 32 default "field" shapes of 2026.9 history redaction, in its order: environment
-//! assignments (plain and with escaped quotes), secret-named JSON fields, quoted secret fields,
-//! command-line flags, `Authorization` / `Proxy-Authorization` (every scheme) and other credential
-//! headers, bare `Bearer` tokens, URL passwords, a form body's first pair, standalone and
-//! config-style assignments (quoted, bare, direct, prefixed, namespaced), PEM private keys, and
-//! AWS secret-access-key fields. Each runs over the text the previous one left (`redact_pass`),
-//! so a value masked by one shape can be masked again by a later one, exactly as the gateway
-//! does. Compiled once; never allocates a regex per call.
+//! 31 of the gateway's 32 default "field" shapes of 2026.9 history redaction, in its order:
+//! environment assignments (plain and with escaped quotes), secret-named JSON fields, quoted
+//! secret fields, command-line flags, `Authorization` / `Proxy-Authorization` (every scheme) and
+//! other credential headers, bare `Bearer` tokens, URL passwords, a form body's first pair,
+//! standalone and config-style assignments (quoted, bare, direct, prefixed, namespaced), then,
+//! after the PEM step (the 32nd, `redact`'s own), AWS secret-access-key fields. Each runs over the
+//! text the previous one left (`redact_pass`), so a value masked by one shape can be masked again
+//! by a later one, exactly as the gateway does. Compiled once; never allocates a regex per call.
+//! Patterns are ours in the gateway's notation, with its back-references spelled out and its
+//! look-arounds as `accept` checks.
 
 use std::sync::OnceLock;
 
@@ -17,7 +19,7 @@ const PAYMENT_ENV: &str = r"CARD[_-]?NUMBER|CARD[_-]?CVC|CARD[_-]?CVV|CVC|CVV|SE
 const PAYMENT_QUERY: &str = r"card[-_]?number|card[-_]?cvc|card[-_]?cvv|cvc|cvv|security[-_]?code|payment[-_]?credential|shared[-_]?payment[-_]?token";
 const PAYMENT_JSON: &str = r"cardNumber|card_number|cardCvc|card_cvc|cardCvv|card_cvv|cvc|cvv|securityCode|security_code|paymentCredential|payment_credential|sharedPaymentToken|shared_payment_token";
 /// The AWS secret-access-key field names.
-pub(super) const AWS_FIELD: &str = r"aws[-_]?secret[-_]?access[-_]?key|awsSecretAccessKey|SecretAccessKey";
+const AWS_FIELD: &str = r"aws[-_]?secret[-_]?access[-_]?key|awsSecretAccessKey|SecretAccessKey";
 
 /// Optional quote, possibly escaped (`\"`), around a header name or value.
 pub(super) const Q: &str = r#"(?:\\{1,64}["']|["']|)"#;

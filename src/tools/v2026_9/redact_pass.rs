@@ -41,17 +41,8 @@ pub(super) fn js(src: &str) -> String {
                 }
                 None => out.push('\\'),
             },
-            '[' if !in_class => {
-                in_class = true;
-                out.push(c);
-                // a `]` or `^]` right after the opening bracket is part of the class
-                if let Some(first) = chars.clone().next().filter(|f| *f == '^') {
-                    out.push(first);
-                    chars.next();
-                }
-            }
-            ']' if in_class => {
-                in_class = false;
+            '[' | ']' => {
+                in_class = c == '[';
                 out.push(c);
             }
             _ => out.push(c),
@@ -158,7 +149,8 @@ impl Pass {
             out.push_str(&replacement);
             copied = end;
         }
-        if copied == 0 && out.is_empty() {
+        if copied == 0 {
+            // nothing replaced (every replacement ends past 0)
             return text.to_string();
         }
         out.push_str(&text[copied..]);
