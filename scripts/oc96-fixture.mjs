@@ -204,7 +204,9 @@ for (const t of ['a=1&password=xyz&b=2', `grant_type=password&password=xyz&clien
   'https://x.example/s?q=1&sig=abcdef', `https://x.example/s?x-api-key=${LONGV}`, `https://x.example/?my_token_0123456789abcdef01=${LONGV}`,
   'https://x.example/?%74oken=abcdef', 'https://x.example/?query=abc&tokens=x', `see https://a.example/x?password=${LONGV} and more`,
   `?KEY=${LONGV}`, `https://x.example/?auth="${LONGV}"`, `https://x.example/?Card-Number=4242424242424242&x=1`,
-  `POST /login\r\nusername=a&password=${LONGV}&remember=1`, `awsSecretAccessKey=abc&x=1`, `cvc=123&x=1`]) texts.add(t)
+  `POST /login\r\nusername=a&password=${LONGV}&remember=1`, `awsSecretAccessKey=abc&x=1`, `cvc=123&x=1`,
+  // a first pair the form-body step leaves (a value with `<`, a name after `;`), which the first-pair shape masks
+  `x;token=${LONGV}&y=1`, 'token=a<b&x=1', 'session=abc<def>&user=me', 'x;hook_token=short&y=2', 'x;tokens=abc&y=1']) texts.add(t)
 // Authorization / Proxy-Authorization with every scheme, and credential headers
 for (const t of ['authorization=Bot short', 'Authorization: Basically fine', `Authorization: Token ${LONGV}`, `x Authorization: Token ${LONGV}`,
   'Proxy-Authorization: Basic dXNlcjpwYXNz', `Proxy-Authorization: ${LONGV}`, `Authorization: ${LONGV}`, 'Authorization: Bearer',
