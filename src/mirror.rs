@@ -17,7 +17,7 @@ use crate::store::transcripts::{seq_id, Appended, EntryBody, StoredEntry};
 /// Where an open store mirrors its transcripts, as the caller asked (API.md §1 `mirrorDir`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MirrorDir {
-    /// not given: `transcripts/` beside the store file; none for `:memory:`
+    /// not given: `transcripts/` beside the store file; none for `:memory:` or PostgreSQL
     Default,
     /// `null`: no mirror
     Off,
@@ -28,7 +28,8 @@ impl MirrorDir {
     /// The folder for a store opened at `path`, if any.
     pub fn resolve(self, path: &str) -> Option<PathBuf> {
         match self {
-            MirrorDir::Default => (path != ":memory:").then(|| {
+            // no file, no folder beside it: a PostgreSQL store mirrors only where it is told to
+            MirrorDir::Default => (path != ":memory:" && !crate::store::pg::is_url(path)).then(|| {
                 Path::new(path).parent().map(|d| d.join("transcripts")).unwrap_or_else(|| PathBuf::from("transcripts"))
             }),
             MirrorDir::Off => None,

@@ -22,6 +22,7 @@ mod tests;
 mod tls;
 
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -57,9 +58,22 @@ pub struct PgStore {
     /// `postgres://user@host:port/db`, without the password: for messages.
     shown: String,
     pool: Pool,
-    rt: tokio::runtime::Runtime,
+    /// Taken apart by hand in `Drop`.
+    rt: ManuallyDrop<tokio::runtime::Runtime>,
     /// the connection that hears of new outbox items (started by the first [`PgStore::on_notify`])
     listener: listen::Listener,
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.listener.stop();
+        self.pool.close();
+        // The store may be dropped on an async task: a runtime cannot block there, so its
+        // threads are told to stop and left to do so.
+        // SAFETY: `rt` is taken once, here, and never used after.
+        let rt = unsafe { ManuallyDrop::take(&mut self.rt) };
+        rt.shutdown_background();
+    }
 }
 
 /// One transaction on a pooled connection (see [`Db`]).
@@ -109,7 +123,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt, listener };
+        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt), listener };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
