@@ -107,7 +107,7 @@ impl PgStore {
         }
         let shown = show(&config);
         let tls = tls::connector(parsed.root_cert.as_deref()).map_err(|e| open_error(&shown, e))?;
-        let listener = listen::Listener::new(config.clone(), tls.clone());
+        let listen_with = (config.clone(), tls.clone());
         let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -123,6 +123,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
+        let listener = listen::Listener::new(listen_with.0, listen_with.1, rt.handle().clone());
         let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt), listener };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
@@ -143,7 +144,7 @@ impl PgStore {
     /// Calls `waker` whenever an outbox item is recorded in this store's schema, by any process
     /// (see `listen`).
     pub fn on_notify(&self, waker: Waker) {
-        self.listener.add(&self.rt, waker);
+        self.listener.add(waker);
     }
 
     pub fn is_closed(&self) -> bool {
