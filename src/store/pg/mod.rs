@@ -12,6 +12,7 @@
 //! sent is tried again once on a fresh connection. This module never decides what a statement
 //! says.
 
+mod copy;
 pub mod dialect;
 mod listen;
 pub mod schema;
@@ -20,6 +21,8 @@ pub mod testdb;
 #[cfg(test)]
 mod tests;
 mod tls;
+#[cfg(test)]
+mod tls_tests;
 
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
@@ -157,7 +160,7 @@ impl PgStore {
         }
         self.rt.block_on(self.pool.get()).map_err(|e| match e {
             deadpool_postgres::PoolError::Closed => Error::closed(),
-            e => Error::store(format!("cannot reach PostgreSQL at {}: {e}", self.shown)),
+            e => Error::store(format!("cannot reach PostgreSQL at {}: {}", self.shown, with_causes(&e))),
         })
     }
 
@@ -410,8 +413,24 @@ fn show(c: &tokio_postgres::Config) -> String {
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => with_causes(e),
     }
+}
+
+/// An error and the chain of errors under it ("error performing TLS handshake: invalid peer
+/// certificate: UnknownIssuer"), each said once.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
 }
 
 fn open_error(shown: &str, why: impl std::fmt::Display) -> Error {
