@@ -11,7 +11,6 @@
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 use tokio_postgres::{AsyncMessage, Config};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -35,26 +34,24 @@ pub(super) struct Listener {
     config: Config,
     tls: MakeRustlsConnect,
     wakers: Arc<Mutex<Vec<Waker>>>,
-    /// the store's runtime, which drives the connection
-    rt: Handle,
     started: Once,
     stop: watch::Sender<bool>,
 }
 
 impl Listener {
-    pub(super) fn new(mut config: Config, tls: MakeRustlsConnect, rt: Handle) -> Listener {
+    pub(super) fn new(mut config: Config, tls: MakeRustlsConnect) -> Listener {
         // named apart from the pool's connections, for whoever reads pg_stat_activity
         config.application_name(APPLICATION_NAME);
-        Listener { config, tls, wakers: Arc::default(), rt, started: Once::new(), stop: watch::channel(false).0 }
+        Listener { config, tls, wakers: Arc::default(), started: Once::new(), stop: watch::channel(false).0 }
     }
 
-    /// Registers `waker`, starting the listening connection the first time.
-    pub(super) fn add(&self, waker: Waker) {
+    /// Registers `waker`, starting the listening connection on `rt` the first time.
+    pub(super) fn add(&self, rt: &tokio::runtime::Runtime, waker: Waker) {
         lock(&self.wakers).push(waker);
         self.started.call_once(|| {
             let (config, tls, wakers, stop) =
                 (self.config.clone(), self.tls.clone(), self.wakers.clone(), self.stop.subscribe());
-            self.rt.spawn(listen(config, tls, wakers, stop));
+            rt.spawn(listen(config, tls, wakers, stop));
         });
     }
 
