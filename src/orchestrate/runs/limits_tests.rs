@@ -33,14 +33,12 @@ fn spec(session_key: String, lane: crate::host::Lane, chain: &str, chain_limit: 
     }
 }
 
+/// One try of racer `i` (its try `t`) to start a run: whether it was admitted.
+type Attempt = fn(&Arc<Engine>, &Arc<Runs>, Arc<dyn Host>, usize, usize) -> bool;
+
 /// `RACERS` stores on `place`, each on its own thread, each trying `TRIES` times to start a run
-/// with `start(engine, runs, racer, try)`; the runs admitted in all, and the engines (dropped on
-/// a blocking thread once `check` has read them).
-async fn race<C>(
-    place: &str,
-    start: fn(&Arc<Engine>, &Arc<Runs>, Arc<dyn Host>, usize, usize) -> bool,
-    check: C,
-) -> (u32, u64)
+/// with `start`; the runs admitted in all, and what `check` then reads from the store.
+async fn race<C>(place: &str, start: Attempt, check: C) -> (u32, u64)
 where
     C: FnOnce(&Engine) -> u64 + Send + 'static,
 {
