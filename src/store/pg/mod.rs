@@ -14,12 +14,15 @@
 
 mod copy;
 pub mod dialect;
+mod listen;
 pub mod schema;
 #[cfg(test)]
 pub mod testdb;
 #[cfg(test)]
 mod tests;
 mod tls;
+#[cfg(test)]
+mod tls_tests;
 
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
@@ -29,6 +32,8 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::IsolationLevel;
+
+pub use listen::Waker;
 
 use super::value::Arg;
 use super::Db;
@@ -58,11 +63,14 @@ pub struct PgStore {
     pool: Pool,
     /// Taken apart by hand in `Drop`.
     rt: ManuallyDrop<tokio::runtime::Runtime>,
+    /// the connection that hears of new outbox items (started by the first [`PgStore::on_notify`])
+    listener: listen::Listener,
 }
 
 impl Drop for PgStore {
     fn drop(&mut self) {
         self.pool.close();
+        self.listener.stop();
         // The store may be dropped on an async task: a runtime cannot block there, so its
         // threads are told to stop and left to do so.
         // SAFETY: `rt` is taken once, here, and never used after.
@@ -102,6 +110,7 @@ impl PgStore {
         }
         let shown = show(&config);
         let tls = tls::connector(parsed.root_cert.as_deref()).map_err(|e| open_error(&shown, e))?;
+        let listener = listen::Listener::new(config.clone(), tls.clone());
         let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -117,7 +126,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt) };
+        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt), listener };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
@@ -130,7 +139,14 @@ impl PgStore {
     /// Closes the pool: connections in use close when they are returned; afterwards every call
     /// fails.
     pub fn close(&self) {
+        self.listener.stop();
         self.pool.close();
+    }
+
+    /// Calls `waker` whenever an outbox item is recorded in this store's schema, by any process
+    /// (see `listen`).
+    pub fn on_notify(&self, waker: Waker) {
+        self.listener.add(&self.rt, waker);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -143,7 +159,7 @@ impl PgStore {
         }
         self.rt.block_on(self.pool.get()).map_err(|e| match e {
             deadpool_postgres::PoolError::Closed => Error::closed(),
-            e => Error::store(format!("cannot reach PostgreSQL at {}: {e}", self.shown)),
+            e => Error::store(format!("cannot reach PostgreSQL at {}: {}", self.shown, with_causes(&e))),
         })
     }
 
@@ -396,8 +412,24 @@ fn show(c: &tokio_postgres::Config) -> String {
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => with_causes(e),
     }
+}
+
+/// An error and the chain of errors under it ("error performing TLS handshake: invalid peer
+/// certificate: UnknownIssuer"), each said once.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
 }
 
 fn open_error(shown: &str, why: impl std::fmt::Display) -> Error {
