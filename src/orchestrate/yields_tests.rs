@@ -2,6 +2,7 @@ use super::*;
 use crate::host::testing::FakeHost;
 use crate::orchestrate::subagents::testkit::{requests_in, spawn, str_of, tmp_db, until};
 use crate::orchestrate::tasks::testkit9::{open9 as open, open9_at as open_at};
+use crate::store::pg::testdb;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -64,8 +65,17 @@ async fn the_refusals_have_the_gateways_texts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_yield_resumes_the_requester_once_every_claimed_child_has_delivered() {
+    a_yield_resumes_the_requester_once_every_claimed_child_has_delivered_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yield_resumes_the_requester_once_every_claimed_child_has_delivered_on_postgres() {
+    a_yield_resumes_the_requester_once_every_claimed_child_has_delivered_at(&testdb::fresh_url()).await
+}
+
+async fn a_yield_resumes_the_requester_once_every_claimed_child_has_delivered_at(db: &str) {
     let (host, gate) = gated_host();
-    let o = open(json!({}), host.clone()).await;
+    let o = open_at(db, json!({}), host.clone()).await;
     let a = spawn(&o, json!({"task": "first", "label": "one"}), main_ctx()).await;
     let b = spawn(&o, json!({"task": "second"}), main_ctx()).await;
     assert_eq!(str_of(&a, "status"), "accepted");
@@ -133,16 +143,24 @@ fn paused_children_are_described_apart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_yield_survives_a_restart_and_the_next_open_resumes_it() {
-    let path = tmp_db();
+    a_yield_survives_a_restart_and_the_next_open_resumes_it_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yield_survives_a_restart_and_the_next_open_resumes_it_on_postgres() {
+    a_yield_survives_a_restart_and_the_next_open_resumes_it_at(&testdb::fresh_url()).await
+}
+
+async fn a_yield_survives_a_restart_and_the_next_open_resumes_it_at(db: &str) {
     let (host, _gate) = gated_host();
-    let first = open_at(&path, json!({}), host.clone()).await;
+    let first = open_at(db, json!({}), host.clone()).await;
     let a = spawn(&first, json!({"task": "long job"}), main_ctx()).await;
     assert_eq!(yield_(&first, json!({"message": "carry on"}), main_ctx()).await["status"], "yielded");
     first.close().await;
 
     // the next process: the child was interrupted, its completion is delivered, then the resume
     let (host2, _gate2) = gated_host();
-    let second = open_at(&path, json!({}), host2.clone()).await;
+    let second = open_at(db, json!({}), host2.clone()).await;
     until("the resume after reopen", || !resumes(&host2).is_empty()).await;
     assert_eq!(resumes(&host2)[0].message, resume_text("carry on"));
     let completion = requests_in(&host2, Lane::Announce);

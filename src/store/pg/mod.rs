@@ -13,6 +13,7 @@
 //! says.
 
 pub mod dialect;
+mod rt;
 pub mod schema;
 #[cfg(test)]
 pub mod testdb;
@@ -21,7 +22,6 @@ mod tests;
 mod tls;
 
 use std::cell::Cell;
-use std::mem::ManuallyDrop;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -32,6 +32,7 @@ use tokio_postgres::IsolationLevel;
 use super::value::Arg;
 use super::Db;
 use crate::error::{Error, Result};
+use rt::Rt;
 
 /// The advisory lock every write transaction holds (an arbitrary constant: "sess" "tool").
 const WRITE_LOCK: i64 = 0x7365_7373_746f_6f6c;
@@ -55,25 +56,20 @@ pub struct PgStore {
     /// `postgres://user@host:port/db`, without the password: for messages.
     shown: String,
     pool: Pool,
-    /// Taken apart by hand in `Drop`.
-    rt: ManuallyDrop<tokio::runtime::Runtime>,
+    rt: Rt,
 }
 
 impl Drop for PgStore {
     fn drop(&mut self) {
         self.pool.close();
-        // The store may be dropped on an async task: a runtime cannot block there, so its
-        // threads are told to stop and left to do so.
-        // SAFETY: `rt` is taken once, here, and never used after.
-        let rt = unsafe { ManuallyDrop::take(&mut self.rt) };
-        rt.shutdown_background();
+        // `rt` then stops its threads without waiting for them (`Rt`'s `Drop`).
     }
 }
 
 /// One transaction on a pooled connection (see [`Db`]).
 pub struct PgTx<'c> {
     tx: deadpool_postgres::Transaction<'c>,
-    rt: &'c tokio::runtime::Runtime,
+    rt: &'c Rt,
     /// Set when a statement found the connection closed: the write may be tried again.
     broken: Cell<bool>,
 }
@@ -116,7 +112,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt) };
+        let store = PgStore { shown, pool, rt: Rt::new(rt) };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
