@@ -12,7 +12,9 @@
 //! sent is tried again once on a fresh connection. This module never decides what a statement
 //! says.
 
+mod copy;
 pub mod dialect;
+mod listen;
 mod rt;
 pub mod schema;
 #[cfg(test)]
@@ -20,6 +22,8 @@ pub mod testdb;
 #[cfg(test)]
 mod tests;
 mod tls;
+#[cfg(test)]
+mod tls_tests;
 
 use std::cell::Cell;
 use std::str::FromStr;
@@ -28,6 +32,8 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::IsolationLevel;
+
+pub use listen::Waker;
 
 use super::value::Arg;
 use super::Db;
@@ -57,11 +63,14 @@ pub struct PgStore {
     shown: String,
     pool: Pool,
     rt: Rt,
+    /// the connection that hears of new outbox items (started by the first [`PgStore::on_notify`])
+    listener: listen::Listener,
 }
 
 impl Drop for PgStore {
     fn drop(&mut self) {
         self.pool.close();
+        self.listener.stop();
         // `rt` then stops its threads without waiting for them (`Rt`'s `Drop`).
     }
 }
@@ -97,6 +106,7 @@ impl PgStore {
         }
         let shown = show(&config);
         let tls = tls::connector(parsed.root_cert.as_deref()).map_err(|e| open_error(&shown, e))?;
+        let listener = listen::Listener::new(config.clone(), tls.clone());
         let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -112,7 +122,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt: Rt::new(rt) };
+        let store = PgStore { shown, pool, rt: Rt::new(rt), listener };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
@@ -125,7 +135,14 @@ impl PgStore {
     /// Closes the pool: connections in use close when they are returned; afterwards every call
     /// fails.
     pub fn close(&self) {
+        self.listener.stop();
         self.pool.close();
+    }
+
+    /// Calls `waker` whenever an outbox item is recorded in this store's schema, by any process
+    /// (see `listen`).
+    pub fn on_notify(&self, waker: Waker) {
+        self.listener.add(&self.rt, waker);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -138,7 +155,7 @@ impl PgStore {
         }
         self.rt.block_on(self.pool.get()).map_err(|e| match e {
             deadpool_postgres::PoolError::Closed => Error::closed(),
-            e => Error::store(format!("cannot reach PostgreSQL at {}: {e}", self.shown)),
+            e => Error::store(format!("cannot reach PostgreSQL at {}: {}", self.shown, with_causes(&e))),
         })
     }
 
@@ -391,8 +408,24 @@ fn show(c: &tokio_postgres::Config) -> String {
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => with_causes(e),
     }
+}
+
+/// An error and the chain of errors under it ("error performing TLS handshake: invalid peer
+/// certificate: UnknownIssuer"), each said once.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
 }
 
 fn open_error(shown: &str, why: impl std::fmt::Display) -> Error {

@@ -5,11 +5,14 @@
 //! call may also come from an async task (as a SQLite call may: it blocks that task's thread).
 //! Tokio refuses to block on a runtime from inside another one, so such a call is first moved
 //! off the task: on a multi-thread runtime's worker by `block_in_place` (the worker's other
-//! tasks move elsewhere meanwhile), on a current-thread runtime by a scoped thread of its own.
+//! tasks move elsewhere meanwhile); on a current-thread runtime the thread parks until the
+//! store's runtime, whose own threads drive the connections, has the answer.
 //! It never decides what is sent; it only waits for it.
 
 use std::future::Future;
 use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
@@ -24,18 +27,49 @@ impl Rt {
 
     /// Runs `f` to completion on the store's runtime, blocking the calling thread, from any
     /// thread (see the module header).
-    pub fn block_on<F>(&self, f: F) -> F::Output
-    where
-        F: Future + Send,
-        F::Output: Send,
-    {
+    pub fn block_on<F: Future>(&self, f: F) -> F::Output {
         match Handle::try_current().map(|h| h.runtime_flavor()) {
             Err(_) => self.0.block_on(f),
-            Ok(RuntimeFlavor::CurrentThread) => std::thread::scope(|s| {
-                s.spawn(|| self.0.block_on(f)).join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-            }),
+            Ok(RuntimeFlavor::CurrentThread) => {
+                // The store's own threads drive its connections and timers; this thread only
+                // waits for the answer, under the store's runtime (for what `f` spawns).
+                let _on_store = self.0.enter();
+                park_on(f)
+            }
             Ok(_) => tokio::task::block_in_place(|| self.0.block_on(f)),
         }
+    }
+}
+
+/// Wakes the thread parked in [`park_on`].
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls `f` on this thread, parking it between wake-ups, until it is ready.
+fn park_on<F: Future>(f: F) -> F::Output {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
+/// The runtime itself, for spawning onto it (the outbox listener). Waiting goes through
+/// [`Rt::block_on`], which this type's own method shadows.
+impl std::ops::Deref for Rt {
+    type Target = Runtime;
+
+    fn deref(&self) -> &Runtime {
+        &self.0
     }
 }
 
