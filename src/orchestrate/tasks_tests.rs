@@ -38,8 +38,17 @@ fn task_of_run<'a>(list: &'a Value, run_id: &str, o: &Orchestrator) -> &'a Value
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text() {
+    list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text_on_postgres() {
+    list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text_at(&testdb::fresh_url()).await
+}
+
+async fn list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text_at(db: &str) {
     let (host, _gate) = gated_host();
-    let o = open(json!({}), host.clone()).await;
+    let o = open_at(db, json!({}), host.clone()).await;
     let slow = spawn(&o, json!({"task": "index the repo", "label": "indexer"}), main_ctx()).await;
     let quick = spawn(&o, json!({"task": "quick check"}), main_ctx()).await;
     let quick_run = str_of(&quick, "runId");
@@ -210,8 +219,17 @@ fn put_child(o: &Orchestrator, requester: &str, child: &str, run: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree() {
+    a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree_on_postgres() {
+    a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree_at(&testdb::fresh_url()).await
+}
+
+async fn a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree_at(db: &str) {
     let (host, _gate) = gated_host();
-    let o = open(json!({}), host).await;
+    let o = open_at(db, json!({}), host).await;
     // main → d1 → … → d5: d5 is at the default max depth (5), a leaf
     let mut parent = "agent:main:main".to_owned();
     for i in 1..=5 {

@@ -173,7 +173,15 @@ async fn a_yield_survives_a_restart_and_the_next_open_resumes_it_at(db: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open() {
-    let path = tmp_db();
+    a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_on_postgres() {
+    a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_at(&testdb::fresh_url()).await
+}
+
+async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_at(db: &str) {
     // the resume turn never answers in the first process
     let host = Arc::new(FakeHost::new(|req| {
         Box::pin(async move {
@@ -183,14 +191,14 @@ async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open() {
             Ok(json!({"reply": "ok"}))
         })
     }));
-    let first = open_at(&path, json!({}), host.clone()).await;
+    let first = open_at(db, json!({}), host.clone()).await;
     spawn(&first, json!({"task": "quick"}), main_ctx()).await;
     let _ = yield_(&first, json!({}), main_ctx()).await;
     until("the first resume starts", || !resumes(&host).is_empty()).await;
     first.close().await;
 
     let host2 = Arc::new(FakeHost::replying("ok"));
-    let second = open_at(&path, json!({}), host2.clone()).await;
+    let second = open_at(db, json!({}), host2.clone()).await;
     until("the resume is run again", || !resumes(&host2).is_empty()).await;
     let (r1, r2) = (&resumes(&host)[0], &resumes(&host2)[0]);
     assert_eq!(r1.idempotency_key, r2.idempotency_key, "one idempotency key for both tries");

@@ -617,16 +617,24 @@ async fn p16_a_child_in_flight_when_the_store_closed_ends_interrupted_and_is_ann
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key() {
-    let path = tmp_db();
+    p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key_on_postgres() {
+    p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key_at(&testdb::fresh_url()).await
+}
+
+async fn p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key_at(db: &str) {
     let first = hanging_in(Lane::Announce);
-    let o1 = open_at(&path, json!({}), first.clone()).await;
+    let o1 = open_at(db, json!({}), first.clone()).await;
     let run_id = str_of(&spawn(&o1, json!({"task": "t"}), json!({"agentSessionKey": "main"})).await, "runId");
     until("the announce run started", || !requests_in(&first, Lane::Announce).is_empty()).await;
     let key = record(&o1, &run_id).unwrap().announce.idempotency_key;
     o1.close().await;
 
     let second = replying_host();
-    let o2 = open_at(&path, json!({}), second.clone()).await;
+    let o2 = open_at(db, json!({}), second.clone()).await;
     until("announced by the next open", || announced(&o2, &run_id)).await;
     let rec = record(&o2, &run_id).unwrap();
     assert_eq!(rec.announce.idempotency_key, key);
