@@ -165,8 +165,12 @@ async fn a_yield_survives_a_restart_and_the_next_open_resumes_it_at(db: &str) {
     assert_eq!(resumes(&host2)[0].message, resume_text("carry on"));
     let completion = requests_in(&host2, Lane::Announce);
     assert!(completion[0].message.contains("long job"), "the interrupted child's completion came first");
-    let rec = crate::orchestrate::subagents::testkit::record(&second, &str_of(&a, "runId")).unwrap();
-    assert_eq!(rec.announce.status, "delivered");
+    // the record learns of the delivery on a task of its own, beside the yield's check
+    let run = str_of(&a, "runId");
+    until("the child's record says delivered", || {
+        crate::orchestrate::subagents::testkit::record(&second, &run).is_some_and(|r| r.announce.status == "delivered")
+    })
+    .await;
     until("resumed", || yields_of(&second, "agent:main:main").is_empty()).await;
     second.close().await;
 }
