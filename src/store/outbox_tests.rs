@@ -3,7 +3,6 @@
 
 use serde_json::json;
 
-use super::*;
 use crate::store::pg::testdb;
 
 const A2A: [Option<&str>; 2] = [Some("a2a_announce"), None];

@@ -17,7 +17,7 @@ impl PgTx<'_> {
     /// of `args`, `types.len()` values a row in column order; how many rows the server took.
     pub(crate) fn copy_in(&self, copy: &'static str, types: &[Ty], args: &[Arg<'_>]) -> Result<u64> {
         let width = types.len();
-        if width == 0 || args.len() % width != 0 {
+        if width == 0 || !args.len().is_multiple_of(width) {
             return Err(Error::store("internal error: a COPY was given rows of the wrong width"));
         }
         if args.chunks(width).any(|row| row.iter().zip(types).any(|(a, t)| !matches!(a, Arg::Null(_)) && a.ty() != *t))

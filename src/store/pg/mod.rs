@@ -12,6 +12,9 @@
 //! sent is tried again once on a fresh connection. This module never decides what a statement
 //! says.
 
+mod blocking;
+#[cfg(test)]
+mod blocking_tests;
 mod copy;
 pub mod dialect;
 mod listen;
@@ -24,9 +27,9 @@ mod tls;
 #[cfg(test)]
 mod tls_tests;
 
-use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -35,6 +38,7 @@ use tokio_postgres::IsolationLevel;
 
 pub use listen::Waker;
 
+use self::blocking::PgRuntime;
 use super::value::Arg;
 use super::Db;
 use crate::error::{Error, Result};
@@ -62,7 +66,7 @@ pub struct PgStore {
     shown: String,
     pool: Pool,
     /// Taken apart by hand in `Drop`.
-    rt: ManuallyDrop<tokio::runtime::Runtime>,
+    rt: ManuallyDrop<PgRuntime>,
     /// the connection that hears of new outbox items (started by the first [`PgStore::on_notify`])
     listener: listen::Listener,
 }
@@ -75,16 +79,16 @@ impl Drop for PgStore {
         // threads are told to stop and left to do so.
         // SAFETY: `rt` is taken once, here, and never used after.
         let rt = unsafe { ManuallyDrop::take(&mut self.rt) };
-        rt.shutdown_background();
+        rt.0.shutdown_background();
     }
 }
 
 /// One transaction on a pooled connection (see [`Db`]).
 pub struct PgTx<'c> {
     tx: deadpool_postgres::Transaction<'c>,
-    rt: &'c tokio::runtime::Runtime,
+    rt: &'c PgRuntime,
     /// Set when a statement found the connection closed: the write may be tried again.
-    broken: Cell<bool>,
+    broken: AtomicBool,
 }
 
 impl PgStore {
@@ -126,7 +130,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt), listener };
+        let store = PgStore { shown, pool, rt: ManuallyDrop::new(PgRuntime(rt)), listener };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
@@ -146,7 +150,7 @@ impl PgStore {
     /// Calls `waker` whenever an outbox item is recorded in this store's schema, by any process
     /// (see `listen`).
     pub fn on_notify(&self, waker: Waker) {
-        self.listener.add(&self.rt, waker);
+        self.listener.add(&self.rt.0, waker);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -171,9 +175,9 @@ impl PgStore {
             attempt += 1;
             let mut client = self.client()?;
             let tx = self.rt.block_on(client.transaction()).map_err(|e| self.error(e))?;
-            let ptx = PgTx { tx, rt: &self.rt, broken: Cell::new(false) };
+            let ptx = PgTx { tx, rt: &self.rt, broken: AtomicBool::new(false) };
             let out = ptx.lock_writes().and_then(|()| f(&Db::pg(&ptx)));
-            let broken = ptx.broken.get();
+            let broken = ptx.broken.load(Ordering::Relaxed);
             match out {
                 Ok(v) => {
                     return self.rt.block_on(ptx.tx.commit()).map(|()| v).map_err(|e| self.error(e));
@@ -197,7 +201,7 @@ impl PgStore {
                 client.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start(),
             )
             .map_err(|e| self.error(e))?;
-        let ptx = PgTx { tx, rt: &self.rt, broken: Cell::new(false) };
+        let ptx = PgTx { tx, rt: &self.rt, broken: AtomicBool::new(false) };
         let out = f(&Db::pg(&ptx));
         let _ = self.rt.block_on(ptx.tx.rollback());
         out
@@ -280,7 +284,7 @@ impl PgTx<'_> {
 
     fn fail(&self, e: tokio_postgres::Error) -> Error {
         if e.is_closed() || e.as_db_error().is_none() && e.code().is_none() {
-            self.broken.set(true);
+            self.broken.store(true, Ordering::Relaxed);
         }
         Error::store(format!("postgres: {}", describe(&e)))
     }
