@@ -44,6 +44,29 @@ impl SessionVisibility {
     }
 }
 
+/// `sandbox.mode` (2026.9): which of an agent's sessions run sandboxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SandboxMode {
+    /// none
+    #[default]
+    Off,
+    /// every session but the agent's main session
+    NonMain,
+    /// every session
+    All,
+}
+
+/// `sandbox.mode` of this sandbox section, when given (read under 2026.9 only).
+pub(super) fn read_sandbox_mode(sandbox: &Section<'_>) -> Result<Option<SandboxMode>> {
+    match sandbox.lowered("mode")?.as_deref() {
+        None => Ok(None),
+        Some("off") => Ok(Some(SandboxMode::Off)),
+        Some("non-main") => Ok(Some(SandboxMode::NonMain)),
+        Some("all") => Ok(Some(SandboxMode::All)),
+        Some(_) => Err(sandbox.bad("mode", r#"must be "off", "non-main" or "all""#)),
+    }
+}
+
 /// `tools.agentToAgent`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AgentToAgentConfig {
@@ -73,6 +96,8 @@ pub struct AgentConfig {
     /// `agentRuntime` / `runtime` id configured for the agent
     pub runtime: Option<String>,
     pub sandbox_visibility: Option<Visibility>,
+    /// 2026.9 `sandbox.mode` of this agent, when given
+    pub sandbox_mode: Option<SandboxMode>,
     /// 2026.9 `subagents.requireAgentId` of this agent, when given
     pub require_agent_id: Option<bool>,
 }
@@ -179,7 +204,7 @@ pub(super) fn read_visibility(section: &Section<'_>) -> Result<Option<Visibility
 }
 
 /// One roster entry at `entry` (already known to be present), with this raw id.
-fn read_agent(entry: &Section<'_>, id: &str) -> Result<AgentConfig> {
+fn read_agent(entry: &Section<'_>, id: &str, rules: &Rules) -> Result<AgentConfig> {
     if entry.map.is_none() {
         return Err(invalid(&entry.path, "must be an object"));
     }
@@ -202,6 +227,7 @@ fn read_agent(entry: &Section<'_>, id: &str) -> Result<AgentConfig> {
         model: entry.model("model")?,
         runtime,
         sandbox_visibility: read_visibility(&entry.section("sandbox")?)?,
+        sandbox_mode: if rules.agents_entries { read_sandbox_mode(&entry.section("sandbox")?)? } else { None },
         require_agent_id: subagents.boolean("requireAgentId")?,
     })
 }
@@ -221,7 +247,7 @@ pub(super) fn read_agents(agents: &Section<'_>, rules: &Rules) -> Result<Vec<Age
                     return Err(invalid(&entry.path, "must be an object"));
                 }
                 let id = entry.string("id")?.ok_or_else(|| entry.bad("id", "must be a string"))?;
-                read_agent(&entry, id)
+                read_agent(&entry, id, rules)
             })
             .collect()
     };
@@ -235,7 +261,7 @@ pub(super) fn read_agents(agents: &Section<'_>, rules: &Rules) -> Result<Vec<Age
     let roster = if agents.get("entries").is_some() {
         let mut out: Vec<AgentConfig> = Vec::new();
         for (id, value, path) in agents.entries("entries")? {
-            let agent = read_agent(&Section::at(Some(value), path.clone())?, id)?;
+            let agent = read_agent(&Section::at(Some(value), path.clone())?, id, rules)?;
             if out.iter().any(|a| a.id == agent.id) {
                 return Err(invalid(&path, "names an agent that is already listed"));
             }

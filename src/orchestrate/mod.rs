@@ -26,6 +26,7 @@ pub mod retry9;
 pub mod runs;
 pub mod send;
 pub mod spawn;
+pub mod spawn_v9;
 pub mod state;
 pub mod stats;
 pub mod subagents;
