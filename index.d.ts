@@ -188,6 +188,22 @@ export type ThreadBindResult =
   | { error: string }
   | null
 
+/** What `stageAttachments` is asked to stage (API.md §2.7); `discard: true` (no `files`): drop what was staged under `attachmentId`. */
+export interface AttachmentStageRequest {
+  childSessionKey: string
+  agentId: string
+  attachmentId: string
+  /** Whether the child runs sandboxed (2026.9 mounts the files read-only at `/openclaw/attachments/<id>`). */
+  sandboxed?: boolean
+  /** `tools.sessions_spawn.attachments.retainOnSessionKeep`: keep the files with a kept child session. */
+  retainOnSessionKeep?: boolean
+  files?: Array<{ name: string; mimeType: string; bytes: number; sha256: string; contentBase64: string }>
+  discard?: true
+}
+
+/** What `stageAttachments` answers: the directory the child sees the files in, or a refusal. */
+export type AttachmentStageResult = { dir: string } | { error: string; status?: 'error' | 'forbidden' }
+
 /** What `runAgent` resolves with (API.md §2.1). */
 export interface AgentRunResult {
   /** What the run produced, appended in order; each an object with a string `role`. */
@@ -359,6 +375,8 @@ export interface OpenOptions {
   abortRun?: (runId: string, reason: string) => unknown
   /** 2026.9 `sessions_spawn` `thread: true`: bind the child to a thread of the requester's channel (API.md §2.6); without it, thread spawns are refused. */
   bindThread?: (req: ThreadBindRequest) => ThreadBindResult | Promise<ThreadBindResult>
+  /** 2026.9 `sessions_spawn` `attachments`: write the files where the child can read them (API.md §2.7); without it, attachments are refused. */
+  stageAttachments?: (req: AttachmentStageRequest) => AttachmentStageResult | Promise<AttachmentStageResult>
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
   /** Our own settings, which have no place in the gateway's config. */

@@ -105,3 +105,41 @@ describe('sessions_spawn options (2026.9)', () => {
     await st.close()
   })
 })
+
+describe('sessions_spawn attachments (2026.9)', () => {
+  const ON = { tools: { sessions_spawn: { attachments: { enabled: true } } } }
+  const FILE = [{ name: 'notes.md', content: 'YWJj', encoding: 'base64', mimeType: 'text/markdown' }]
+
+  it('given attachments switched off when a spawn carries one then it is forbidden with the gateway text', async () => {
+    const st = await openMem(null, { contract: '2026.9', runAgent: host([]) } as any)
+    expect(await spawn(st, { task: 't', attachments: FILE })).toEqual({
+      status: 'forbidden',
+      error: 'attachments are disabled for sessions_spawn (enable tools.sessions_spawn.attachments.enabled)',
+    })
+    await st.close()
+  })
+
+  it('given stageAttachments when a spawn carries files then the host gets them decoded once, the child sees their paths and the spawn a receipt', async () => {
+    const requests: AgentRunRequest[] = []
+    const staged: any[] = []
+    const st = await openMem(ON, {
+      contract: '2026.9',
+      runAgent: host(requests),
+      stageAttachments: async (req: any) => {
+        staged.push(req)
+        return { dir: `/var/stage/${req.attachmentId}` }
+      },
+    } as any)
+    const out = await spawn(st, { task: 'read it', attachments: FILE })
+    expect(out.status).toBe('accepted')
+    const id = staged[0].attachmentId
+    expect(staged[0].files).toEqual([
+      { name: 'notes.md', mimeType: 'text/markdown', bytes: 3, sha256: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', contentBase64: 'YWJj' },
+    ])
+    expect(out.attachments).toEqual({ count: 1, totalBytes: 3, files: [{ name: 'notes.md', bytes: 3, sha256: staged[0].files[0].sha256 }], relDir: `.openclaw/attachments/${id}` })
+    await until(() => requests.some((r) => r.lane === 'subagent'))
+    expect(requests.find((r) => r.lane === 'subagent')!.extraSystemPrompt).toContain(`<untrusted-text>\n/var/stage/${id}/notes.md\n</untrusted-text>`)
+    expect(await spawn(st, { task: 't', attachments: [{ name: '../x', content: 'a' }] })).toEqual({ status: 'error', error: 'attachments_invalid_name' })
+    await st.close()
+  })
+})

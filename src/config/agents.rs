@@ -67,6 +67,46 @@ pub(super) fn read_sandbox_mode(sandbox: &Section<'_>) -> Result<Option<SandboxM
     }
 }
 
+/// `tools.sessions_spawn.attachments` (2026.9): inline files a spawn may hand its child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachmentLimits {
+    /// `enabled`, only when literally `true`
+    pub enabled: bool,
+    /// `maxTotalBytes`, default 5 MiB
+    pub max_total_bytes: u64,
+    /// `maxFiles`, default 50
+    pub max_files: u64,
+    /// `maxFileBytes`, default 1 MiB
+    pub max_file_bytes: u64,
+    /// `retainOnSessionKeep`: keep the files with a kept child session
+    pub retain_on_keep: bool,
+}
+
+impl Default for AttachmentLimits {
+    fn default() -> Self {
+        AttachmentLimits {
+            enabled: false,
+            max_total_bytes: 5 * 1024 * 1024,
+            max_files: 50,
+            max_file_bytes: 1024 * 1024,
+            retain_on_keep: false,
+        }
+    }
+}
+
+/// `tools.sessions_spawn.attachments`, numbers floored.
+pub(super) fn read_attachment_limits(a: &Section<'_>) -> Result<AttachmentLimits> {
+    let d = AttachmentLimits::default();
+    let n = |key: &str, default: u64| -> Result<u64> { Ok(a.number(key)?.map_or(default, super::floor_u64)) };
+    Ok(AttachmentLimits {
+        enabled: a.boolean("enabled")? == Some(true),
+        max_total_bytes: n("maxTotalBytes", d.max_total_bytes)?,
+        max_files: n("maxFiles", d.max_files)?,
+        max_file_bytes: n("maxFileBytes", d.max_file_bytes)?,
+        retain_on_keep: a.boolean("retainOnSessionKeep")? == Some(true),
+    })
+}
+
 /// `tools.agentToAgent`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AgentToAgentConfig {

@@ -12,7 +12,9 @@ mod sessions;
 
 use serde_json::Value;
 
-pub use agents::{AgentConfig, AgentToAgentConfig, SandboxMode, SessionVisibility, SubagentDefaults, Visibility};
+pub use agents::{
+    AgentConfig, AgentToAgentConfig, AttachmentLimits, SandboxMode, SessionVisibility, SubagentDefaults, Visibility,
+};
 pub use models::{CatalogModel, ModelCatalog, ModelCost, ModelRef};
 pub use sessions::{ChatType, PolicyAction, QueueConfig, Scope, SendPolicyConfig, SendPolicyRule};
 
@@ -48,6 +50,8 @@ pub struct Config {
     pub subagent_tools_deny: Vec<String>,
     /// `agents.defaults.timeoutSeconds`, default 600, floored, min 1
     pub default_timeout_seconds: u64,
+    /// 2026.9 `tools.sessions_spawn.attachments` (off unless `enabled: true`)
+    pub spawn_attachments: AttachmentLimits,
     /// `agents.defaults.sandbox.sessionToolsVisibility`, default spawned
     pub sandbox_visibility: Visibility,
     /// 2026.9 `agents.defaults.sandbox.mode`, default off (not read under 2026.1)
@@ -153,6 +157,11 @@ impl Config {
             allow: a2a_tools.strings("allow")?.unwrap_or_default(),
         };
         let session_visibility = agents::read_session_visibility(&tools, rules)?;
+        let spawn_attachments = if rules.agents_entries {
+            agents::read_attachment_limits(&tools.section("sessions_spawn")?.section("attachments")?)?
+        } else {
+            AttachmentLimits::default()
+        };
         let subagent_tools = tools.section("subagents")?.section("tools")?;
         let subagent_tools_allow = subagent_tools.strings("allow")?;
         let subagent_tools_deny = subagent_tools.strings("deny")?.unwrap_or_default();
@@ -200,6 +209,7 @@ impl Config {
             subagent_tools_allow,
             subagent_tools_deny,
             default_timeout_seconds,
+            spawn_attachments,
             sandbox_visibility,
             sandbox_mode,
             subagents,

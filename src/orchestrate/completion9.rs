@@ -120,12 +120,7 @@ fn single_line(s: &str, fallback: &str) -> String {
 
 /// Control and format characters are dropped from prompt data (`sanitizeForPromptLiteral`).
 fn literal(s: &str) -> String {
-    s.chars()
-        .filter(|c| {
-            !(c.is_control()
-                || matches!(*c, '\u{2028}' | '\u{2029}' | '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
-        })
-        .collect()
+    s.chars().filter(|c| !crate::js::is_prompt_unsafe(*c)).collect()
 }
 
 /// The child's result as a data block (`<prompt-data>`), `<` and `>` escaped.

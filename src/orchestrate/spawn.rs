@@ -151,19 +151,37 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     } else {
         None
     };
+    // 2026.9 `attachments`: staged by the host, listed in the child's system prompt
+    let staged = if v9 {
+        let ask = spawn_v9::StageAsk {
+            opts9: &opts9,
+            child_key: &child_key,
+            target_agent: &target_agent,
+            sandboxed: spawn_v9::child_sandboxed(orch, &target_agent, &admitted),
+        };
+        match spawn_v9::stage_attachments(orch, ask).await? {
+            Ok(staged) => staged,
+            Err(refused) => return Ok(discard(orch, &child_key, refused).await),
+        }
+    } else {
+        None
+    };
     let completion = match &bound {
         Some(_) if opts9.session_mode => spawn9::CompletionMode::ThreadDirect,
         _ if expects_completion => spawn9::CompletionMode::Announce,
         _ => spawn9::CompletionMode::Quiet,
     };
     // 12. the child's system prompt
-    let system_prompt = prompts::subagent_system_prompt(
+    let mut system_prompt = prompts::subagent_system_prompt(
         &task,
         label.as_deref(),
         ctx.agent_session_key.as_deref(),
         origin.channel.as_deref(),
         &child_key,
     );
+    if let Some(s) = &staged {
+        system_prompt = format!("{system_prompt}\n\n{}", s.prompt_suffix);
+    }
     // 13. the child's run, in the requester's chain
     let (e, r, run_id, k) = (orch.engine().clone(), orch.runs().clone(), ctx.run_id.clone(), requester_key.clone());
     let chain = blocking(move || r.chain_of(&e, run_id.as_deref(), Some(&k))).await?.unwrap_or_else(new_chain_id);
@@ -250,7 +268,7 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
             note: spawn9::accepted_note(&opts9, completion, cron),
             resolved,
             model_applied: model.is_some(),
-            attachments: None,
+            attachments: staged.map(|s| s.receipt),
         }));
     }
     Ok(tool::accepted(child_key, run_id, model.is_some()))

@@ -1,7 +1,8 @@
 //! The steps of a 2026.9 `sessions_spawn` that need the store or the host (OpenClaw 2026.9
 //! §1.4): admission (a private completion needs a stored requester, spawn depth from the stored
-//! lineage, active children, the sandbox of requester and child), and the binding of a child to
-//! a channel thread through the host's optional `bindThread`. The texts are `tools::spawn9`'s;
+//! lineage, active children, the sandbox of requester and child), the binding of a child to a
+//! channel thread through the host's optional `bindThread`, and the staging of its attachments
+//! through the host's optional `stageAttachments`. The texts are `tools::spawn9`'s;
 //! starting and registering the child is `spawn`'s. Never writes anything itself.
 
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use crate::entry::{self, DeliveryContext};
 use crate::error::Result;
 use crate::host::failure_text;
 use crate::tools::spawn::SpawnRequest;
-use crate::tools::{refusal, spawn9, ToolContext};
+use crate::tools::{attach9, bytes9, refusal, spawn9, ToolContext};
 
 /// What admission found out about the requester.
 pub struct Admitted {
@@ -58,10 +59,91 @@ pub async fn admit(
     Ok(Ok(Admitted { depth, sandbox_required }))
 }
 
-/// Whether the child will run sandboxed (for attachment staging).
-pub fn child_sandboxed(orch: &Orchestrator, req: &SpawnRequest, admitted: &Admitted) -> bool {
+/// Whether a child of `target_agent` runs sandboxed (told to the host staging attachments).
+pub fn child_sandboxed(orch: &Orchestrator, target_agent: &str, admitted: &Admitted) -> bool {
     let cfg = orch.engine().config();
-    spawn9::session_sandboxed(cfg.sandbox_mode_for(&req.target_agent), false, admitted.sandbox_required)
+    spawn9::session_sandboxed(cfg.sandbox_mode_for(target_agent), false, admitted.sandbox_required)
+}
+
+/// Staged attachments: the spawn's receipt and what the child's system prompt gains.
+pub struct Staged {
+    pub receipt: Value,
+    pub prompt_suffix: String,
+}
+
+/// What a staging is asked for.
+pub struct StageAsk<'a> {
+    pub opts9: &'a spawn9::Options,
+    pub child_key: &'a str,
+    pub target_agent: &'a str,
+    pub sandboxed: bool,
+}
+
+/// 2026.9 `attachments`: checked against `tools.sessions_spawn.attachments`, then staged by the
+/// host's `stageAttachments`. `Ok(None)` when the spawn carries none; `Err` is the refusal
+/// payload (no `childSessionKey`, as 2026.9 answers).
+pub async fn stage_attachments(
+    orch: &Arc<Orchestrator>,
+    ask: StageAsk<'_>,
+) -> Result<std::result::Result<Option<Staged>, Value>> {
+    let limits = orch.engine().config().spawn_attachments;
+    let list = &ask.opts9.attachments;
+    match attach9::requested(list, &limits) {
+        Ok(None) => return Ok(Ok(None)),
+        Ok(Some(())) => {}
+        Err((status, text)) => return Ok(Err(refusal(status, text))),
+    }
+    let files = match attach9::prepare(list, &limits) {
+        Ok(files) => files,
+        Err(text) => return Ok(Err(refusal("error", text))),
+    };
+    if !orch.host().can_stage_attachments() {
+        return Ok(Err(refusal("error", attach9::NO_STAGING)));
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let receipt = attach9::receipt(&files, &id);
+    let listed: Vec<Value> = files
+        .iter()
+        .zip(receipt["files"].as_array().into_iter().flatten())
+        .map(|(f, r)| {
+            json!({"name": f.name, "mimeType": f.mime_type, "bytes": f.data.len(), "sha256": r["sha256"],
+                   "contentBase64": bytes9::base64_encode(&f.data)})
+        })
+        .collect();
+    let ask_host = json!({
+        "childSessionKey": ask.child_key,
+        "agentId": ask.target_agent,
+        "attachmentId": id,
+        "sandboxed": ask.sandboxed,
+        "retainOnSessionKeep": limits.retain_on_keep,
+        "files": listed,
+    });
+    let dir = match orch.host().stage_attachments(ask_host).await {
+        Err(e) => return Ok(Err(refusal("error", failure_text(e, "stageAttachments")))),
+        Ok(answer) => match (answer.get("error").and_then(Value::as_str), answer.get("dir").and_then(Value::as_str)) {
+            (Some(text), _) => {
+                let status = if answer.get("status").and_then(Value::as_str) == Some("forbidden") {
+                    "forbidden"
+                } else {
+                    "error"
+                };
+                return Ok(Err(refusal(status, text)));
+            }
+            (None, Some(dir)) if !dir.trim().is_empty() => dir.to_owned(),
+            _ => return Ok(Err(refusal("error", attach9::MATERIALIZATION_FAILED))),
+        },
+    };
+    let block = match attach9::path_block(&dir, &files) {
+        Ok(block) => block,
+        Err(text) => {
+            // staged already: the host drops the files again
+            let drop = json!({"childSessionKey": ask.child_key, "agentId": ask.target_agent, "attachmentId": id, "discard": true});
+            let _ = orch.host().stage_attachments(drop).await;
+            return Ok(Err(refusal("error", text)));
+        }
+    };
+    let prompt_suffix = attach9::prompt_suffix(&files, &block, attach9::mount_hint(ask.opts9.mount_path.as_deref()));
+    Ok(Ok(Some(Staged { receipt, prompt_suffix })))
 }
 
 /// What a thread binding is asked for.
