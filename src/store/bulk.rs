@@ -31,7 +31,7 @@ pub struct StoreStats {
 
 /// `query` is `'static`: only constant statements can be counted.
 fn count(db: &Db<'_>, query: &'static str) -> Result<u64> {
-    let mut st = db.conn.prepare_cached(query).map_err(sql)?;
+    let mut st = db.conn()?.prepare_cached(query).map_err(sql)?;
     Ok(st.query_row([], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64)
 }
 
@@ -40,7 +40,7 @@ impl Db<'_> {
     /// added.
     pub fn insert_subagent_run_if_absent(&self, r: &SubagentRunRow) -> Result<bool> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT OR IGNORE INTO subagent_runs (run_id, requester_key, child_key, ended, announce_status, archive_at, record)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -63,7 +63,7 @@ impl Db<'_> {
     /// Every sub-agent registry record, in run id order.
     pub fn all_subagent_runs(&self) -> Result<Vec<SubagentRunRow>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT run_id, requester_key, child_key, ended, announce_status, archive_at, record
                  FROM subagent_runs ORDER BY run_id",
@@ -87,7 +87,7 @@ impl Db<'_> {
 
     /// Every session (key, entry JSON text), in key order.
     pub fn all_sessions(&self, mut f: impl FnMut(String, String) -> Result<()>) -> Result<()> {
-        let mut st = self.conn.prepare_cached("SELECT key, entry FROM sessions ORDER BY key").map_err(sql)?;
+        let mut st = self.conn()?.prepare_cached("SELECT key, entry FROM sessions ORDER BY key").map_err(sql)?;
         let mut rows = st.query([]).map_err(sql)?;
         while let Some(r) = rows.next().map_err(sql)? {
             f(r.get(0).map_err(sql)?, r.get(1).map_err(sql)?)?;
@@ -98,7 +98,7 @@ impl Db<'_> {
     /// Every message of a transcript (sequence number, JSON text), oldest first.
     pub fn each_message(&self, session_id: &str, mut f: impl FnMut(i64, &str) -> Result<()>) -> Result<()> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT seq, message FROM messages WHERE session_id = ?1 ORDER BY seq")
             .map_err(sql)?;
         let mut rows = st.query([session_id]).map_err(sql)?;

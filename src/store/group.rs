@@ -123,6 +123,13 @@ impl Store {
     /// Runs the jobs of one batch on the writer thread (see the module header) and delivers
     /// their outcomes once they hold.
     fn run_batch(&self, jobs: Vec<(GroupJob, Deliver)>) {
+        if self.pg.is_some() {
+            // PostgreSQL: each job is its own transaction (its `write` opens it).
+            for (job, deliver) in jobs {
+                deliver(job());
+            }
+            return;
+        }
         let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let Some(conn) = guard.as_mut() else {
             drop(guard);
@@ -150,6 +157,9 @@ impl Store {
     /// Otherwise nothing runs and the jobs come back. A job whose outcome is a would-block
     /// refusal ([`super::is_would_block`]) wrote nothing and may be run again elsewhere.
     pub fn try_run_inline(&self, jobs: Vec<GroupJob>) -> std::result::Result<Vec<Result<String>>, Vec<GroupJob>> {
+        if self.pg.is_some() {
+            return Err(jobs);
+        }
         let mut guard = match self.writer.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),

@@ -11,13 +11,12 @@
 //! index and costs one look at each row the driving index walks past. Never decides who may see
 //! a row: the caller applies the visibility policy to what comes back.
 
-use rusqlite::{named_params, params};
-
 use super::sessions::ListedRow;
-use super::{sql, Db};
+use super::{Db, Dialect};
 use crate::entry::{self, Entry};
 use crate::error::{Error, Result};
 use crate::keys::SessionKind;
+use crate::{args, named};
 
 /// The filters of one inventory page.
 #[derive(Debug, Clone, Default)]
@@ -100,7 +99,20 @@ const BY_GROUP: &str = inventory_sql!("INDEXED BY sessions_by_grp", "grp = :grp"
 const BY_PINNED: &str = inventory_sql!("INDEXED BY sessions_by_pinned", "pinned = 1");
 const BY_AGENT: &str = inventory_sql!("INDEXED BY sessions_by_agent", "agent_id = :agent_id");
 const BY_ARCHIVED: &str = inventory_sql!("INDEXED BY sessions_by_archived", "archived = :archived");
-const BY_UPDATED: &str = inventory_sql!("INDEXED BY sessions_by_updated", "1");
+const BY_UPDATED: &str = inventory_sql!("INDEXED BY sessions_by_updated", "TRUE");
+// PostgreSQL plans the scan itself (it has no INDEXED BY).
+const PG_BY_KEY: &str = inventory_sql!("", "key = :only_key");
+const PG_BY_SPAWNED_BY: &str = inventory_sql!("", "spawned_by = :spawned_by");
+const PG_BY_LABEL: &str = inventory_sql!("", "label = :label");
+const PG_BY_OWNER_ID: &str = inventory_sql!("", "owner_id = :owner_id");
+const PG_BY_CREATOR_ID: &str = inventory_sql!("", "creator_id = :creator_id");
+const PG_BY_PROJECT_ID: &str = inventory_sql!("", "project_id = :project_id");
+const PG_BY_WORKSPACE: &str = inventory_sql!("", "workspace_dir = :workspace_dir");
+const PG_BY_GROUP: &str = inventory_sql!("", "grp = :grp");
+const PG_BY_PINNED: &str = inventory_sql!("", "pinned = 1");
+const PG_BY_AGENT: &str = inventory_sql!("", "agent_id = :agent_id");
+const PG_BY_ARCHIVED: &str = inventory_sql!("", "archived = :archived");
+const PG_BY_UPDATED: &str = inventory_sql!("", "TRUE");
 
 fn joined<T: AsRef<str>>(items: &[T]) -> String {
     let mut s = String::from(",");
@@ -128,26 +140,22 @@ impl Db<'_> {
     /// Writes the inventory columns of a stored session from its entry (after
     /// [`Db::put_session`]).
     pub fn put_inventory_facts(&self, key: &str, e: &Entry) -> Result<()> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "UPDATE sessions SET archived = ?2, pinned = ?3, owner_id = ?4, creator_id = ?5, project_id = ?6,
-                   workspace_dir = ?7, grp = ?8, parent_key = ?9, owner_key = ?10 WHERE key = ?1",
-            )
-            .map_err(sql)?;
-        st.execute(params![
-            key,
-            set(e, "archivedAt"),
-            set(e, "pinnedAt"),
-            nested(e, "owner", &["actor", "id"]),
-            nested(e, "createdActor", &["id"]),
-            entry::str_field(e, "projectId"),
-            entry::str_field(e, "spawnedCwd").or_else(|| entry::str_field(e, "spawnedWorkspaceDir")),
-            entry::str_field(e, "category"),
-            entry::str_field(e, "parentSessionKey"),
-            entry::str_field(e, "ownerSessionKey"),
-        ])
-        .map_err(sql)?;
+        self.exec(
+            "UPDATE sessions SET archived = ?2, pinned = ?3, owner_id = ?4, creator_id = ?5, project_id = ?6,
+               workspace_dir = ?7, grp = ?8, parent_key = ?9, owner_key = ?10 WHERE key = ?1",
+            args![
+                key,
+                i64::from(set(e, "archivedAt")),
+                i64::from(set(e, "pinnedAt")),
+                nested(e, "owner", &["actor", "id"]),
+                nested(e, "createdActor", &["id"]),
+                entry::str_field(e, "projectId"),
+                entry::str_field(e, "spawnedCwd").or_else(|| entry::str_field(e, "spawnedWorkspaceDir")),
+                entry::str_field(e, "category"),
+                entry::str_field(e, "parentSessionKey"),
+                entry::str_field(e, "ownerSessionKey"),
+            ],
+        )?;
         Ok(())
     }
 
@@ -156,73 +164,69 @@ impl Db<'_> {
     /// the index (it holds the key), without reading them.
     pub fn inventory_page(&self, f: &InventoryFilter) -> Result<Vec<ListedRow>> {
         let group = f.group.as_deref();
-        let template = if f.only_key.is_some() {
-            BY_KEY
+        let (lite, pg) = if f.only_key.is_some() {
+            (BY_KEY, PG_BY_KEY)
         } else if f.spawned_by.is_some() {
-            BY_SPAWNED_BY
+            (BY_SPAWNED_BY, PG_BY_SPAWNED_BY)
         } else if f.label.is_some() {
-            BY_LABEL
+            (BY_LABEL, PG_BY_LABEL)
         } else if f.owner_id.is_some() {
-            BY_OWNER_ID
+            (BY_OWNER_ID, PG_BY_OWNER_ID)
         } else if f.creator_id.is_some() {
-            BY_CREATOR_ID
+            (BY_CREATOR_ID, PG_BY_CREATOR_ID)
         } else if f.project_id.is_some() {
-            BY_PROJECT_ID
+            (BY_PROJECT_ID, PG_BY_PROJECT_ID)
         } else if f.workspace_dir.is_some() {
-            BY_WORKSPACE
+            (BY_WORKSPACE, PG_BY_WORKSPACE)
         } else if group.is_some_and(|g| !g.is_empty()) {
-            BY_GROUP
+            (BY_GROUP, PG_BY_GROUP)
         } else if f.pinned == Some(true) {
-            BY_PINNED
+            (BY_PINNED, PG_BY_PINNED)
         } else if f.agent_id.is_some() {
-            BY_AGENT
+            (BY_AGENT, PG_BY_AGENT)
         } else if f.archived.is_some() {
-            BY_ARCHIVED
+            (BY_ARCHIVED, PG_BY_ARCHIVED)
         } else {
-            BY_UPDATED
+            (BY_UPDATED, PG_BY_UPDATED)
         };
-        let mut st = self.conn.prepare_cached(template).map_err(sql)?;
+        let template = if self.dialect() == Dialect::Postgres { pg } else { lite };
         let kinds = f.kinds.as_ref().map(|k| joined(&k.iter().map(|k| k.as_str()).collect::<Vec<_>>()));
         let agents = f.agents.as_ref().map(|a| joined(a));
         let offset = i64::try_from(f.offset).map_err(|_| Error::invalid_request("offset too large"))?;
-        let rows = st
-            .query_map(
-                named_params! {
-                    ":include_global": f.include_global,
-                    ":only_key": f.only_key,
-                    ":agent_id": f.agent_id,
-                    ":spawned_by": f.spawned_by,
-                    ":label": f.label,
-                    ":search": f.search,
-                    ":active_since": f.active_since,
-                    ":archived": f.archived,
-                    ":pinned": f.pinned,
-                    ":owner_id": f.owner_id,
-                    ":creator_id": f.creator_id,
-                    ":project_id": f.project_id,
-                    ":workspace_dir": f.workspace_dir,
-                    ":grp": group,
-                    ":exclude_subagents": f.exclude_subagents,
-                    ":kinds": kinds,
-                    ":main_key": f.main_key,
-                    ":global_scope": f.global_scope,
-                    ":agents": agents,
-                    ":default_agent": f.default_agent,
-                    ":owned_by": f.owned_by,
-                    ":tree_of": f.tree_of,
-                    ":limit": i64::from(f.limit),
-                    ":offset": offset,
-                },
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
-            )
-            .map_err(sql)?;
-        let mut out = Vec::new();
-        for r in rows {
-            let (key, json) = r.map_err(sql)?;
-            let entry = serde_json::from_str::<Entry>(&json)
-                .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
-            out.push(ListedRow { key, entry });
-        }
-        Ok(out)
+        self.rows_named(
+            template,
+            named![
+                    ":include_global" => f.include_global,
+                    ":only_key" => f.only_key,
+                    ":agent_id" => f.agent_id,
+                    ":spawned_by" => f.spawned_by,
+                    ":label" => f.label,
+                    ":search" => f.search,
+                    ":active_since" => f.active_since,
+                    ":archived" => f.archived.map(i64::from),
+                    ":pinned" => f.pinned.map(i64::from),
+                    ":owner_id" => f.owner_id,
+                    ":creator_id" => f.creator_id,
+                    ":project_id" => f.project_id,
+                    ":workspace_dir" => f.workspace_dir,
+                    ":grp" => group,
+                    ":exclude_subagents" => f.exclude_subagents,
+                    ":kinds" => kinds,
+                    ":main_key" => f.main_key,
+                    ":global_scope" => f.global_scope,
+                    ":agents" => agents,
+                    ":default_agent" => f.default_agent,
+                    ":owned_by" => f.owned_by,
+                    ":tree_of" => f.tree_of,
+                    ":limit" => i64::from(f.limit),
+                    ":offset" => offset,
+            ],
+            |r| {
+                let (key, json): (String, String) = (r.get(0)?, r.get(1)?);
+                let entry = serde_json::from_str::<Entry>(&json)
+                    .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
+                Ok(ListedRow { key, entry })
+            },
+        )
     }
 }

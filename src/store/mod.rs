@@ -10,12 +10,14 @@
 //! decides policy: callers hand it canonical keys and finished entries.
 
 pub mod bulk;
+mod db;
 mod group;
 pub mod inventory;
 pub mod oc9_read;
 pub mod oc9_write;
 pub mod outbox;
 pub mod owners;
+pub mod pg;
 pub mod runs;
 mod schema;
 pub mod sessions;
@@ -23,6 +25,7 @@ pub mod subagents;
 pub mod tasks;
 pub mod tasks9;
 pub mod transcripts;
+mod value;
 mod wal;
 pub mod windows;
 pub mod yields;
@@ -35,9 +38,11 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, ErrorCode, Result};
 
+pub use db::{Db, Dialect};
 pub use group::{Deliver, GroupJob, GroupWriter};
 pub use sessions::{ListFilter, ListedRow};
 pub use transcripts::HistoryPage;
+pub use value::{Arg, FromCol, Row, ToArg, Ty, Typed};
 pub use wal::WAL_LIMIT_BYTES;
 
 thread_local! {
@@ -124,17 +129,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a write that still found the database busy is tried again, in all.
 const BUSY_RETRIES: u32 = 6;
 
-/// A handle on the open database, for the statements of one read or one transaction.
-pub struct Db<'c> {
-    conn: &'c Connection,
-}
-
-impl<'c> Db<'c> {
-    fn new(conn: &'c Connection) -> Self {
-        Db { conn }
-    }
-}
-
 /// The store. Cheap to share behind an `Arc`; every method blocks, so async callers run them
 /// on a blocking thread.
 pub struct Store {
@@ -146,6 +140,9 @@ pub struct Store {
     reader: Option<Mutex<Option<Connection>>>,
     /// The bound on the write-ahead log; `None` for `:memory:`.
     wal: Option<wal::WalBound>,
+    /// The PostgreSQL store when the store was opened with a `postgres://` URL; the SQLite
+    /// fields above are then empty and every call goes here.
+    pg: Option<pg::PgStore>,
 }
 
 impl Store {
@@ -153,8 +150,30 @@ impl Store {
     /// in-memory one for `:memory:`. A file that is not a SQLite database, or a SQLite database
     /// holding tables that are not ours, is refused with `STORE_ERROR` naming the path, and
     /// nothing is written to it.
+    ///
+    /// A `postgres://` (or `postgresql://`) URL opens a PostgreSQL store instead (see `pg`).
     pub fn open(path: &str) -> Result<Store> {
+        if pg::is_url(path) {
+            let pg = pg::PgStore::open(path)?;
+            return Ok(Store {
+                path: pg.shown().to_owned(),
+                file: None,
+                writer: Mutex::new(None),
+                reader: None,
+                wal: None,
+                pg: Some(pg),
+            });
+        }
         Store::open_with_wal_limit(path, WAL_LIMIT_BYTES)
+    }
+
+    /// Which database the store is on.
+    pub fn dialect(&self) -> Dialect {
+        if self.pg.is_some() {
+            Dialect::Postgres
+        } else {
+            Dialect::Sqlite
+        }
     }
 
     /// As [`open`](Self::open), with the write-ahead log bounded at `wal_limit` bytes.
@@ -171,6 +190,7 @@ impl Store {
                 writer: Mutex::new(Some(conn)),
                 reader: None,
                 wal: None,
+                pg: None,
             });
         }
         if path.trim().is_empty() {
@@ -205,10 +225,11 @@ impl Store {
             writer: Mutex::new(Some(writer)),
             reader: Some(Mutex::new(Some(reader))),
             wal: Some(wal),
+            pg: None,
         })
     }
 
-    /// The path the store was opened with.
+    /// The path the store was opened with (for PostgreSQL, its URL without the password).
     pub fn path(&self) -> &str {
         &self.path
     }
@@ -221,6 +242,9 @@ impl Store {
     /// Closes the connections (after any statement in progress). Idempotent; afterwards every
     /// call fails with `CLOSED`.
     pub fn close(&self) {
+        if let Some(pg) = &self.pg {
+            pg.close();
+        }
         if let Some(r) = &self.reader {
             let conn = r.lock().unwrap_or_else(|p| p.into_inner()).take();
             drop(conn);
@@ -251,6 +275,9 @@ impl Store {
     }
 
     pub fn is_closed(&self) -> bool {
+        if let Some(pg) = &self.pg {
+            return pg.is_closed();
+        }
         if self.in_batch() {
             return false;
         }
@@ -275,6 +302,17 @@ impl Store {
     }
 
     fn write_inner<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>, after: Option<impl FnOnce(&T)>) -> Result<T> {
+        if let Some(pg) = &self.pg {
+            // Every PostgreSQL call is a round trip: never on the JS thread.
+            if inline_mode() {
+                return Err(would_block());
+            }
+            let v = pg.write(f)?;
+            if let Some(after) = after {
+                after(&v);
+            }
+            return Ok(v);
+        }
         if self.in_batch() {
             if let Some(out) = self.write_in_batch(&mut f, after) {
                 return out;
@@ -343,6 +381,12 @@ impl Store {
 
     /// Runs `f` with a read connection (a consistent snapshot for the duration of `f`).
     pub fn read<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        if let Some(pg) = &self.pg {
+            if inline_mode() {
+                return Err(would_block());
+            }
+            return pg.read(f);
+        }
         if self.in_batch() {
             return self.read_in_batch(f);
         }
@@ -405,7 +449,11 @@ fn open_error(path: &str, e: rusqlite::Error) -> Error {
 impl Db<'_> {
     /// `PRAGMA integrity_check` says `ok`.
     pub fn integrity_ok(&self) -> Result<bool> {
-        let r: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(sql)?;
+        if self.dialect() == Dialect::Postgres {
+            // PostgreSQL checks its own pages; there is no whole-database check to run.
+            return Ok(true);
+        }
+        let r: String = self.conn()?.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(sql)?;
         Ok(r == "ok")
     }
 }

@@ -87,7 +87,7 @@ impl Db<'_> {
         now: i64,
     ) -> Result<bool> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT OR IGNORE INTO outbox
                    (idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, created_at, updated_at)
@@ -113,7 +113,7 @@ impl Db<'_> {
         limit: u32,
     ) -> Result<Vec<OutboxRow>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(concat!(
                 "SELECT ",
                 columns!(),
@@ -128,7 +128,7 @@ impl Db<'_> {
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(sql)?;
         let mut claim = self
-            .conn
+            .conn()?
             .prepare_cached("UPDATE outbox SET owner = ?2, lease_until = ?3, updated_at = ?4 WHERE id = ?1")
             .map_err(sql)?;
         let mut out = Vec::with_capacity(claimed.len());
@@ -151,7 +151,7 @@ impl Db<'_> {
         now: i64,
     ) -> Result<()> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "UPDATE outbox SET status = ?2, attempts = ?3, next_attempt_at = ?4, last_error = ?5,
                    owner = NULL, lease_until = NULL, updated_at = ?6 WHERE id = ?1",
@@ -165,7 +165,7 @@ impl Db<'_> {
     /// owner's live claim are left out: their owner attempts them).
     pub fn outbox_next_claimable(&self, owner: &str, now: i64) -> Result<Option<i64>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(concat!(
                 "SELECT min(next_attempt_at) FROM outbox WHERE status = 'pending' AND ",
                 claimable!("?1", "?2"),
@@ -176,21 +176,22 @@ impl Db<'_> {
 
     pub fn outbox_item(&self, idempotency_key: &str) -> Result<Option<OutboxRow>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(concat!("SELECT ", columns!(), " FROM outbox WHERE idempotency_key = ?1"))
             .map_err(sql)?;
         st.query_row([idempotency_key], row).optional().map(|o| o.map(|(r, _, _)| r)).map_err(sql)
     }
 
     pub fn outbox_pending_count(&self) -> Result<u64> {
-        let mut st = self.conn.prepare_cached("SELECT count(*) FROM outbox WHERE status = 'pending'").map_err(sql)?;
+        let mut st =
+            self.conn()?.prepare_cached("SELECT count(*) FROM outbox WHERE status = 'pending'").map_err(sql)?;
         st.query_row([], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
     }
 
     /// Every item, oldest first (for tests and `stats`).
     pub fn outbox_items(&self) -> Result<Vec<OutboxRow>> {
         let mut st =
-            self.conn.prepare_cached(concat!("SELECT ", columns!(), " FROM outbox ORDER BY id")).map_err(sql)?;
+            self.conn()?.prepare_cached(concat!("SELECT ", columns!(), " FROM outbox ORDER BY id")).map_err(sql)?;
         let rows = st.query_map([], row).map_err(sql)?.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?;
         Ok(rows.into_iter().map(|(r, _, _)| r).collect())
     }

@@ -30,7 +30,7 @@ impl Db<'_> {
     /// Records an owner, or renews it when its row exists (same id).
     pub fn put_owner(&self, o: &OwnerRecord) -> Result<()> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT INTO owners (owner_id, host_id, host_name, pid, started_at, expires_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -43,13 +43,14 @@ impl Db<'_> {
 
     /// Moves an owner's expiry; `false` when it has no row (it was released, or taken over).
     pub fn renew_owner(&self, owner_id: &str, expires_at: i64) -> Result<bool> {
-        let mut st = self.conn.prepare_cached("UPDATE owners SET expires_at = ?2 WHERE owner_id = ?1").map_err(sql)?;
+        let mut st =
+            self.conn()?.prepare_cached("UPDATE owners SET expires_at = ?2 WHERE owner_id = ?1").map_err(sql)?;
         Ok(st.execute(params![owner_id, expires_at]).map_err(sql)? > 0)
     }
 
     /// Removes an owner's row: its work is no longer held by anyone.
     pub fn delete_owner(&self, owner_id: &str) -> Result<()> {
-        let mut st = self.conn.prepare_cached("DELETE FROM owners WHERE owner_id = ?1").map_err(sql)?;
+        let mut st = self.conn()?.prepare_cached("DELETE FROM owners WHERE owner_id = ?1").map_err(sql)?;
         st.execute([owner_id]).map_err(sql)?;
         Ok(())
     }
@@ -57,7 +58,7 @@ impl Db<'_> {
     /// Every owner on record.
     pub fn owners(&self) -> Result<Vec<OwnerRecord>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT owner_id, host_id, host_name, pid, started_at, expires_at FROM owners")
             .map_err(sql)?;
         let rows = st

@@ -26,7 +26,7 @@ impl Db<'_> {
     /// Records a run as running.
     pub fn insert_run(&self, r: &RunRecord, owner: &str) -> Result<()> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT INTO runs (run_id, session_key, lane, chain_id, status, started_at, ended_at, error, owner)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -51,7 +51,7 @@ impl Db<'_> {
     /// first: the first end stands); whether it was still running.
     pub fn finish_run(&self, run_id: &str, status: &str, ended_at: i64, error: Option<&str>) -> Result<bool> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1 AND status = 'running'",
             )
@@ -61,7 +61,7 @@ impl Db<'_> {
 
     pub fn run(&self, run_id: &str) -> Result<Option<RunRecord>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT run_id, session_key, lane, chain_id, status, started_at, ended_at, error FROM runs WHERE run_id = ?1",
             )
@@ -86,14 +86,14 @@ impl Db<'_> {
 impl Db<'_> {
     /// How many runs a chain holds.
     pub fn chain_run_count(&self, chain_id: &str) -> Result<u64> {
-        let mut st = self.conn.prepare_cached("SELECT count(*) FROM runs WHERE chain_id = ?1").map_err(sql)?;
+        let mut st = self.conn()?.prepare_cached("SELECT count(*) FROM runs WHERE chain_id = ?1").map_err(sql)?;
         st.query_row([chain_id], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
     }
 
     /// The newest run still running on a session: `(run_id, chain_id)`.
     pub fn running_on(&self, session_key: &str) -> Result<Option<(String, Option<String>)>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT run_id, chain_id FROM runs WHERE session_key = ?1 AND status = 'running'
                  ORDER BY started_at DESC LIMIT 1",
@@ -107,7 +107,7 @@ impl Db<'_> {
     /// gone owner's runs (API.md §1.7). Returns their ids.
     pub fn end_unheld_runs(&self, now: i64, status: &str, error: &str) -> Result<Vec<String>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "UPDATE runs SET status = ?2, ended_at = ?1, error = ?3
                  WHERE status = 'running'
@@ -122,7 +122,7 @@ impl Db<'_> {
     /// Ends a run that is still running (and only then) with `status` and `error`; whether it was.
     pub fn end_if_running(&self, run_id: &str, status: &str, ended_at: i64, error: &str) -> Result<bool> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1 AND status = 'running'",
             )

@@ -2,12 +2,11 @@
 //! list pipeline filters and sorts by (REFERENCE.md §2.7), so that a listing reads only the rows
 //! it returns.
 
-use rusqlite::{named_params, params, OptionalExtension, Row};
-
-use super::{sql, Db};
+use super::{Db, Dialect, Row};
 use crate::entry::{self, Entry};
 use crate::error::{Error, Result};
 use crate::keys::{self, SessionKind};
+use crate::{args, named};
 
 /// The entry fields the inventory columns are projected from (`inventory.rs`): a write that
 /// changes one of them takes the full [`Db::put_session`].
@@ -67,12 +66,20 @@ fn joined<T: AsRef<str>>(items: &[T]) -> String {
     s
 }
 
-/// The conditions shared by every list variant, with named parameters bound by [`Db::list`].
+/// The conditions shared by every list variant, with named parameters bound by [`Db::list`]:
+/// SQLite is told which index drives the scan; PostgreSQL plans it itself and reads a NULL
+/// limit as none.
 macro_rules! list_sql {
-    ($index:literal, $driver:literal) => {
+    (sqlite, $index:literal, $driver:literal) => {
+        list_sql!(concat!(" INDEXED BY ", $index), $driver, "LIMIT :limit")
+    };
+    (postgres, $driver:literal) => {
+        list_sql!("", $driver, "LIMIT NULLIF(:limit, -1)")
+    };
+    ($indexed:expr, $driver:literal, $limit:literal) => {
         concat!(
-            "SELECT key, entry FROM sessions INDEXED BY ",
-            $index,
+            "SELECT key, entry FROM sessions",
+            $indexed,
             " WHERE ",
             $driver,
             " AND (key <> 'global' OR (:include_global AND :spawned_by IS NULL))",
@@ -85,18 +92,25 @@ macro_rules! list_sql {
             " AND (:kinds IS NULL OR instr(:kinds, ',' || CASE WHEN (rest IS NOT NULL AND rest = :main_key)",
             " OR (key = 'global' AND :global_scope) THEN 'main' ELSE base_kind END || ',') > 0)",
             " AND (:agents IS NULL OR instr(:agents, ',' || COALESCE(agent_id, :default_agent) || ',') > 0)",
-            " ORDER BY updated_at DESC, rowid ASC LIMIT :limit"
+            " ORDER BY updated_at DESC, rowid ASC ",
+            $limit
         )
     };
 }
 
-pub(super) const LIST_BY_UPDATED: &str = list_sql!("sessions_by_updated", "1");
-pub(super) const LIST_BY_SPAWNED_BY: &str = list_sql!("sessions_by_spawned_by", "spawned_by = :spawned_by");
-pub(super) const LIST_BY_LABEL: &str = list_sql!("sessions_by_label", "label = :label");
-pub(super) const LIST_BY_AGENT: &str = list_sql!("sessions_by_agent", "agent_id = :agent_id");
+pub(super) const LIST_BY_UPDATED: &str = list_sql!(sqlite, "sessions_by_updated", "TRUE");
+pub(super) const LIST_BY_SPAWNED_BY: &str = list_sql!(sqlite, "sessions_by_spawned_by", "spawned_by = :spawned_by");
+pub(super) const LIST_BY_LABEL: &str = list_sql!(sqlite, "sessions_by_label", "label = :label");
+pub(super) const LIST_BY_AGENT: &str = list_sql!(sqlite, "sessions_by_agent", "agent_id = :agent_id");
+const PG_LIST_BY_UPDATED: &str = list_sql!(postgres, "TRUE");
+const PG_LIST_BY_SPAWNED_BY: &str = list_sql!(postgres, "spawned_by = :spawned_by");
+const PG_LIST_BY_LABEL: &str = list_sql!(postgres, "label = :label");
+const PG_LIST_BY_AGENT: &str = list_sql!(postgres, "agent_id = :agent_id");
 
-fn read_row(r: &Row<'_>) -> rusqlite::Result<(String, String)> {
-    Ok((r.get(0)?, r.get(1)?))
+fn read_row(r: &Row<'_>) -> Result<ListedRow> {
+    let key: String = r.get(0)?;
+    let json: String = r.get(1)?;
+    Ok(ListedRow { entry: parse_entry(&key, &json)?, key })
 }
 
 fn parse_entry(key: &str, json: &str) -> Result<Entry> {
@@ -159,8 +173,7 @@ impl Db<'_> {
 
     /// The entry stored under exactly this key.
     pub fn session(&self, key: &str) -> Result<Option<Entry>> {
-        let mut st = self.conn.prepare_cached("SELECT entry FROM sessions WHERE key = ?1").map_err(sql)?;
-        let json: Option<String> = st.query_row([key], |r| r.get(0)).optional().map_err(sql)?;
+        let json = self.row("SELECT entry FROM sessions WHERE key = ?1", args![key], |r| r.get::<String>(0))?;
         json.map(|j| parse_entry(key, &j)).transpose()
     }
 
@@ -182,16 +195,12 @@ impl Db<'_> {
         let parsed = keys::parse_agent_key(key);
         let json =
             serde_json::to_string(entry).map_err(|e| Error::store(format!("cannot encode the entry of {key}: {e}")))?;
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO sessions (key, session_id, agent_id, rest, updated_at, spawned_by, label, base_kind, search, entry)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-                 ON CONFLICT (key) DO UPDATE SET session_id = ?2, agent_id = ?3, rest = ?4, updated_at = ?5,
-                   spawned_by = ?6, label = ?7, base_kind = ?8, search = ?9, entry = ?10",
-            )
-            .map_err(sql)?;
-        st.execute(params![
+        self.exec(
+            "INSERT INTO sessions (key, session_id, agent_id, rest, updated_at, spawned_by, label, base_kind, search, entry)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (key) DO UPDATE SET session_id = ?2, agent_id = ?3, rest = ?4, updated_at = ?5,
+               spawned_by = ?6, label = ?7, base_kind = ?8, search = ?9, entry = ?10",
+            args![
             key,
             session_id,
             parsed.as_ref().map(|p| p.agent_id.as_str()),
@@ -202,8 +211,8 @@ impl Db<'_> {
             base_kind(key, entry).as_str(),
             search_text(key, entry),
             json,
-        ])
-        .map_err(sql)?;
+        ],
+        )?;
         self.put_inventory_facts(key, entry)
     }
 
@@ -224,11 +233,10 @@ impl Db<'_> {
         }
         let json =
             serde_json::to_string(entry).map_err(|e| Error::store(format!("cannot encode the entry of {key}: {e}")))?;
-        let mut st = self
-            .conn
-            .prepare_cached("UPDATE sessions SET updated_at = ?2, search = ?3, entry = ?4 WHERE key = ?1")
-            .map_err(sql)?;
-        let n = st.execute(params![key, entry::updated_at(entry), search_text(key, entry), json]).map_err(sql)?;
+        let n = self.exec(
+            "UPDATE sessions SET updated_at = ?2, search = ?3, entry = ?4 WHERE key = ?1",
+            args![key, entry::updated_at(entry), search_text(key, entry), json],
+        )?;
         if n == 0 {
             return self.put_session(key, entry);
         }
@@ -237,32 +245,23 @@ impl Db<'_> {
 
     /// Removes the row of `key`; whether it existed.
     pub fn delete_session(&self, key: &str) -> Result<bool> {
-        let mut st = self.conn.prepare_cached("DELETE FROM sessions WHERE key = ?1").map_err(sql)?;
-        Ok(st.execute([key]).map_err(sql)? > 0)
+        Ok(self.exec("DELETE FROM sessions WHERE key = ?1", args![key])? > 0)
     }
 
     /// Whether any session still uses this transcript.
     pub fn session_id_in_use(&self, session_id: &str) -> Result<bool> {
-        let mut st = self.conn.prepare_cached("SELECT 1 FROM sessions WHERE session_id = ?1 LIMIT 1").map_err(sql)?;
-        st.exists([session_id]).map_err(sql)
+        Ok(self.row("SELECT 1 FROM sessions WHERE session_id = ?1 LIMIT 1", args![session_id], |_| Ok(()))?.is_some())
     }
 
     /// Sessions whose `sessionId` (or key) equals `id` exactly, newest first, at most `limit`.
     pub fn sessions_with_id(&self, id: &str, limit: u32) -> Result<Vec<ListedRow>> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT key, entry FROM sessions WHERE session_id = ?1
-                 UNION SELECT key, entry FROM sessions WHERE key = ?1
-                 LIMIT ?2",
-            )
-            .map_err(sql)?;
-        let rows = st.query_map(params![id, limit], read_row).map_err(sql)?;
-        let mut out = Vec::new();
-        for r in rows {
-            let (key, json) = r.map_err(sql)?;
-            out.push(ListedRow { entry: parse_entry(&key, &json)?, key });
-        }
+        let mut out = self.rows(
+            "SELECT key, entry FROM sessions WHERE session_id = ?1
+             UNION SELECT key, entry FROM sessions WHERE key = ?1
+             LIMIT ?2",
+            args![id, limit],
+            read_row,
+        )?;
         out.sort_by_key(|r| std::cmp::Reverse(entry::updated_at(&r.entry)));
         Ok(out)
     }
@@ -270,70 +269,58 @@ impl Db<'_> {
     /// Another session of the same agent (`agent_id`, NULL for non-agent keys) carrying
     /// exactly this label.
     pub fn label_holder(&self, label: &str, agent_id: Option<&str>, except_key: &str) -> Result<Option<String>> {
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT key FROM sessions WHERE label = ?1 AND agent_id IS ?2 AND key <> ?3 LIMIT 1")
-            .map_err(sql)?;
-        st.query_row(params![label, agent_id, except_key], |r| r.get(0)).optional().map_err(sql)
+        self.row(
+            "SELECT key FROM sessions WHERE label = ?1 AND agent_id IS NOT DISTINCT FROM ?2 AND key <> ?3 LIMIT 1",
+            args![label, agent_id, except_key],
+            |r| r.get(0),
+        )
     }
 
     /// The distinct agent ids of stored agent keys.
     pub fn stored_agents(&self) -> Result<Vec<String>> {
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT DISTINCT agent_id FROM sessions WHERE agent_id IS NOT NULL")
-            .map_err(sql)?;
-        let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+        self.rows("SELECT DISTINCT agent_id FROM sessions WHERE agent_id IS NOT NULL", args![], |r| r.get(0))
     }
 
     /// How many sessions are stored.
     pub fn session_count(&self) -> Result<u64> {
-        let mut st = self.conn.prepare_cached("SELECT count(*) FROM sessions").map_err(sql)?;
-        Ok(st.query_row([], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64)
+        self.count("SELECT count(*) FROM sessions", args![])
     }
 
     /// The list pipeline: filter, sort by `updatedAt` descending (ties in insertion order),
     /// limit. Reads only the rows it returns when an index serves the filter.
     pub fn list(&self, f: &ListFilter) -> Result<Vec<ListedRow>> {
-        let template = if f.spawned_by.is_some() {
-            LIST_BY_SPAWNED_BY
-        } else if f.label.is_some() {
-            LIST_BY_LABEL
-        } else if f.agent_id.is_some() {
-            LIST_BY_AGENT
-        } else {
-            LIST_BY_UPDATED
+        let pg = self.dialect() == Dialect::Postgres;
+        let template = match (f.spawned_by.is_some(), f.label.is_some(), f.agent_id.is_some(), pg) {
+            (true, _, _, false) => LIST_BY_SPAWNED_BY,
+            (true, _, _, true) => PG_LIST_BY_SPAWNED_BY,
+            (false, true, _, false) => LIST_BY_LABEL,
+            (false, true, _, true) => PG_LIST_BY_LABEL,
+            (false, false, true, false) => LIST_BY_AGENT,
+            (false, false, true, true) => PG_LIST_BY_AGENT,
+            (false, false, false, false) => LIST_BY_UPDATED,
+            (false, false, false, true) => PG_LIST_BY_UPDATED,
         };
-        let mut st = self.conn.prepare_cached(template).map_err(sql)?;
         let kinds = f.kinds.as_ref().map(|k| joined(&k.iter().map(|k| k.as_str()).collect::<Vec<_>>()));
         let agents = f.agents.as_ref().map(|a| joined(a));
         let limit: i64 = f.limit.map(i64::from).unwrap_or(-1);
-        let rows = st
-            .query_map(
-                named_params! {
-                    ":include_global": f.include_global,
-                    ":include_unknown": f.include_unknown,
-                    ":agent_id": f.agent_id,
-                    ":spawned_by": f.spawned_by,
-                    ":label": f.label,
-                    ":search": f.search,
-                    ":active_since": f.active_since,
-                    ":kinds": kinds,
-                    ":main_key": f.main_key,
-                    ":global_scope": f.global_scope,
-                    ":agents": agents,
-                    ":default_agent": f.default_agent,
-                    ":limit": limit,
-                },
-                read_row,
-            )
-            .map_err(sql)?;
-        let mut out = Vec::new();
-        for r in rows {
-            let (key, json) = r.map_err(sql)?;
-            out.push(ListedRow { entry: parse_entry(&key, &json)?, key });
-        }
-        Ok(out)
+        self.rows_named(
+            template,
+            named![
+                    ":include_global" => f.include_global,
+                    ":include_unknown" => f.include_unknown,
+                    ":agent_id" => f.agent_id,
+                    ":spawned_by" => f.spawned_by,
+                    ":label" => f.label,
+                    ":search" => f.search,
+                    ":active_since" => f.active_since,
+                    ":kinds" => kinds,
+                    ":main_key" => f.main_key,
+                    ":global_scope" => f.global_scope,
+                    ":agents" => agents,
+                    ":default_agent" => f.default_agent,
+                    ":limit" => limit,
+            ],
+            read_row,
+        )
     }
 }

@@ -118,7 +118,7 @@ impl Db<'_> {
     /// Inserts a record, or updates it in place (it keeps its place in registration order).
     pub fn put_subagent_run(&self, r: &SubagentRun) -> Result<()> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT INTO subagent_runs
                    (run_id, requester_key, child_key, ended, announce_status, archive_at, record)
@@ -142,7 +142,7 @@ impl Db<'_> {
 
     /// One record; `None` when missing or unreadable.
     pub fn subagent_run(&self, run_id: &str) -> Result<Option<SubagentRun>> {
-        let mut st = self.conn.prepare_cached("SELECT record FROM subagent_runs WHERE run_id = ?1").map_err(sql)?;
+        let mut st = self.conn()?.prepare_cached("SELECT record FROM subagent_runs WHERE run_id = ?1").map_err(sql)?;
         let text: Option<String> = st.query_row([run_id], |r| r.get(0)).optional().map_err(sql)?;
         Ok(text.and_then(|t| SubagentRun::from_json(&t)))
     }
@@ -152,7 +152,7 @@ impl Db<'_> {
         let rows = match requester_key {
             Some(key) => {
                 let mut st = self
-                    .conn
+                    .conn()?
                     .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 ORDER BY rowid")
                     .map_err(sql)?;
                 let rows = st.query_map([key], |r| r.get::<_, String>(0)).map_err(sql)?;
@@ -160,7 +160,7 @@ impl Db<'_> {
             }
             None => {
                 let mut st =
-                    self.conn.prepare_cached("SELECT record FROM subagent_runs ORDER BY rowid").map_err(sql)?;
+                    self.conn()?.prepare_cached("SELECT record FROM subagent_runs ORDER BY rowid").map_err(sql)?;
                 let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
             }
@@ -171,7 +171,7 @@ impl Db<'_> {
     /// The records of a requester whose run has not ended, in `createdAt` order.
     pub fn running_subagent_runs(&self, requester_key: &str) -> Result<Vec<SubagentRun>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 AND ended = 0 ORDER BY rowid")
             .map_err(sql)?;
         let rows = st.query_map([requester_key], |r| r.get::<_, String>(0)).map_err(sql)?;
@@ -182,7 +182,7 @@ impl Db<'_> {
     /// ended, and ones whose run has started (in any process) but which are not registered yet.
     pub fn running_subagent_count(&self, requester_key: &str) -> Result<u64> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(concat!(
                 "SELECT count(*) FROM (",
                 "SELECT child_key FROM subagent_runs WHERE requester_key = ?1 AND ended = 0 ",
@@ -196,7 +196,7 @@ impl Db<'_> {
     /// When the next archive is due, if any record has one.
     pub fn next_subagent_archive(&self) -> Result<Option<i64>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT min(archive_at) FROM subagent_runs WHERE archive_at IS NOT NULL")
             .map_err(sql)?;
         st.query_row([], |r| r.get::<_, Option<i64>>(0)).map_err(sql)
@@ -205,7 +205,7 @@ impl Db<'_> {
     /// The records whose archive time has come (`archive_at <= now`).
     pub fn due_subagent_archives(&self, now: i64) -> Result<Vec<SubagentRun>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT record FROM subagent_runs WHERE archive_at IS NOT NULL AND archive_at <= ?1 ORDER BY rowid",
             )
@@ -216,7 +216,7 @@ impl Db<'_> {
 
     /// Removes a record; whether there was one.
     pub fn delete_subagent_run(&self, run_id: &str) -> Result<bool> {
-        let mut st = self.conn.prepare_cached("DELETE FROM subagent_runs WHERE run_id = ?1").map_err(sql)?;
+        let mut st = self.conn()?.prepare_cached("DELETE FROM subagent_runs WHERE run_id = ?1").map_err(sql)?;
         Ok(st.execute([run_id]).map_err(sql)? > 0)
     }
 }

@@ -77,7 +77,7 @@ impl Db<'_> {
     /// Inserts a task, or replaces the row with the same `taskId`.
     pub fn put_task_run(&self, t: &TaskRow) -> Result<()> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT OR REPLACE INTO task_runs (task_id, run_id, runtime, status, delivery_status, owner_key,
                    requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
@@ -104,7 +104,7 @@ impl Db<'_> {
 
     /// One task by id; `None` when missing or unreadable.
     pub fn task_run(&self, task_id: &str) -> Result<Option<TaskRow>> {
-        let mut st = self.conn.prepare_cached("SELECT record FROM task_runs WHERE task_id = ?1").map_err(sql)?;
+        let mut st = self.conn()?.prepare_cached("SELECT record FROM task_runs WHERE task_id = ?1").map_err(sql)?;
         let text: Option<String> = st.query_row([task_id], |r| r.get(0)).optional().map_err(sql)?;
         Ok(text.and_then(|t| TaskRow::from_json(&t)))
     }
@@ -112,7 +112,7 @@ impl Db<'_> {
     /// The task of a run (the oldest, should there be more than one).
     pub fn task_run_by_run_id(&self, run_id: &str) -> Result<Option<TaskRow>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT record FROM task_runs WHERE run_id = ?1 ORDER BY created_at, rowid LIMIT 1")
             .map_err(sql)?;
         let text: Option<String> = st.query_row([run_id], |r| r.get(0)).optional().map_err(sql)?;
@@ -123,7 +123,7 @@ impl Db<'_> {
     /// still within their retention at `now`.
     pub fn blocked_task_count(&self, now: i64) -> Result<u64> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT count(*) FROM task_runs WHERE json_extract(record, '$.terminalOutcome') = 'blocked'
                    AND coalesce(json_extract(record, '$.cleanupAfter'), ?1 + 1) > ?1",
@@ -135,7 +135,7 @@ impl Db<'_> {
     /// The tasks one session owns, oldest first; unreadable rows skipped.
     pub fn task_runs_for_owner(&self, owner_key: &str) -> Result<Vec<TaskRow>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT record FROM task_runs WHERE owner_key = ?1 ORDER BY created_at, rowid")
             .map_err(sql)?;
         let rows = st.query_map([owner_key], |r| r.get::<_, String>(0)).map_err(sql)?;

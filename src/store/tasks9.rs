@@ -47,7 +47,7 @@ impl Db<'_> {
     /// Adds a task row unless one with its task id is stored; whether it was added.
     pub fn insert_task9_if_absent(&self, t: &Task9Row) -> Result<bool> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT OR IGNORE INTO task_runs_2026_9 (task_id, run_id, runtime, status, delivery_status, owner_key,
                      requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
@@ -76,7 +76,7 @@ impl Db<'_> {
     /// Every task row, oldest first.
     pub fn all_tasks9(&self) -> Result<Vec<Task9Row>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT task_id, run_id, runtime, status, delivery_status, owner_key, requester_session_key,
                         child_session_key, agent_id, created_at, ended_at, record
@@ -90,7 +90,7 @@ impl Db<'_> {
     /// The task rows an owner (a requester session key) holds, newest first.
     pub fn tasks9_of_owner(&self, owner_key: &str) -> Result<Vec<Task9Row>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT task_id, run_id, runtime, status, delivery_status, owner_key, requester_session_key,
                         child_session_key, agent_id, created_at, ended_at, record
@@ -104,7 +104,7 @@ impl Db<'_> {
     /// The task row of a run, if any.
     pub fn task9_by_run(&self, run_id: &str) -> Result<Option<Task9Row>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT task_id, run_id, runtime, status, delivery_status, owner_key, requester_session_key,
                         child_session_key, agent_id, created_at, ended_at, record

@@ -79,7 +79,7 @@ fn a_write_over_an_entry_keeps_every_projected_column_in_step() {
     let s = Store::open(":memory:").unwrap();
     let cols = |k: &str| {
         s.read(|db| {
-            db.conn
+            db.conn()?
                 .query_row(
                     "SELECT session_id, label, spawned_by, archived, grp, updated_at FROM sessions WHERE key = ?1",
                     [k],
@@ -237,7 +237,7 @@ fn history_pages_back_with_a_cursor() {
 
 fn plan(s: &Store, sql: &str) -> String {
     s.read(|db| {
-        let mut st = db.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).map_err(super::sql)?;
+        let mut st = db.conn()?.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).map_err(super::sql)?;
         let rows = st
             .query_map([], |r| r.get::<_, String>(3))
             .map_err(super::sql)?

@@ -112,10 +112,10 @@ impl Db<'_> {
     fn last_entry(&self, session_id: &str) -> Result<(i64, Option<String>)> {
         let mut best: (i64, Option<String>) = (0, None);
         let statements = [
-            self.conn
+            self.conn()?
                 .prepare_cached("SELECT seq, entry_id FROM messages WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1")
                 .map_err(sql)?,
-            self.conn
+            self.conn()?
                 .prepare_cached(
                     "SELECT seq, entry_id FROM transcript_entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
                 )
@@ -138,7 +138,7 @@ impl Db<'_> {
     fn id_was_read(&self, session_id: &str, id: &str) -> Result<bool> {
         // INDEXED BY: without statistics the planner would walk the transcript by its key.
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
                  WHERE session_id = ?1 AND entry_id = ?2 AND envelope IS NOT NULL) \
@@ -153,7 +153,7 @@ impl Db<'_> {
     /// avoid).
     fn has_read_entries(&self, session_id: &str) -> Result<bool> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
                  WHERE session_id = ?1 AND envelope IS NOT NULL) \
@@ -184,14 +184,14 @@ impl Db<'_> {
         let (mut seq, mut prev) = self.last_entry(session_id)?;
         let check = entries.iter().any(|e| e.id.is_none()) && self.has_read_entries(session_id)?;
         let mut msg = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT INTO messages (session_id, seq, role, message, entry_id, parent_id, envelope) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .map_err(sql)?;
         let mut other = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "INSERT INTO transcript_entries (session_id, seq, entry_id, parent_id, type, entry) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -236,7 +236,7 @@ impl Db<'_> {
     /// Every entry of a transcript, messages and the others, in order.
     pub fn each_entry(&self, session_id: &str, mut f: impl FnMut(StoredEntry) -> Result<()>) -> Result<()> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT seq, entry_id, parent_id, 1, role, message, envelope FROM messages WHERE session_id = ?1 \
                  UNION ALL \
@@ -267,7 +267,7 @@ impl Db<'_> {
     /// first. Reads at most `limit + 1` rows; entries that are not messages are never read.
     pub fn history_page(&self, session_id: &str, limit: u32, before: Option<i64>) -> Result<HistoryPage> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT seq, role, message FROM messages WHERE session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
             )
@@ -288,7 +288,7 @@ impl Db<'_> {
     /// The first `limit` messages, oldest first.
     pub fn first_messages(&self, session_id: &str, limit: u32) -> Result<Vec<StoredMessage>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT seq, role, message FROM messages WHERE session_id = ?1 ORDER BY seq LIMIT ?2")
             .map_err(sql)?;
         let rows = st
@@ -301,22 +301,25 @@ impl Db<'_> {
 
     /// Removes a transcript, its other entries too; how many messages it held.
     pub fn delete_transcript(&self, session_id: &str) -> Result<usize> {
-        let mut st = self.conn.prepare_cached("DELETE FROM transcript_entries WHERE session_id = ?1").map_err(sql)?;
+        let mut st =
+            self.conn()?.prepare_cached("DELETE FROM transcript_entries WHERE session_id = ?1").map_err(sql)?;
         st.execute([session_id]).map_err(sql)?;
-        let mut st = self.conn.prepare_cached("DELETE FROM messages WHERE session_id = ?1").map_err(sql)?;
+        let mut st = self.conn()?.prepare_cached("DELETE FROM messages WHERE session_id = ?1").map_err(sql)?;
         st.execute([session_id]).map_err(sql)
     }
 
     /// How many messages a transcript holds.
     pub fn message_count(&self, session_id: &str) -> Result<u64> {
-        let mut st = self.conn.prepare_cached("SELECT count(*) FROM messages WHERE session_id = ?1").map_err(sql)?;
+        let mut st = self.conn()?.prepare_cached("SELECT count(*) FROM messages WHERE session_id = ?1").map_err(sql)?;
         Ok(st.query_row([session_id], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64)
     }
 
     /// How many entries a transcript holds, messages and the others.
     pub fn entry_count(&self, session_id: &str) -> Result<u64> {
-        let mut st =
-            self.conn.prepare_cached("SELECT count(*) FROM transcript_entries WHERE session_id = ?1").map_err(sql)?;
+        let mut st = self
+            .conn()?
+            .prepare_cached("SELECT count(*) FROM transcript_entries WHERE session_id = ?1")
+            .map_err(sql)?;
         let others = st.query_row([session_id], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64;
         Ok(others + self.message_count(session_id)?)
     }

@@ -83,7 +83,7 @@ fn rows_stored_before_ids_were_kept_read_with_the_ids_the_mirror_gave_them() {
     let s = Store::open(":memory:").unwrap();
     s.write(|db| {
         let mut st = db
-            .conn
+            .conn()?
             .prepare("INSERT INTO messages (session_id, seq, role, message) VALUES ('old', ?1, 'user', '{}')")
             .map_err(crate::store::sql)?;
         for seq in 1..=2 {
@@ -128,7 +128,7 @@ fn the_lookups_of_read_ids_search_an_index_not_the_transcript() {
     let p = s
         .read(|db| {
             let mut st = db
-                .conn
+                .conn()?
                 .prepare(
                     "EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
                      WHERE session_id = 'a' AND entry_id = 'b' AND envelope IS NOT NULL) \

@@ -25,7 +25,7 @@ impl Db<'_> {
     /// length, as messages are numbered 1, 2, … in append order.
     pub fn last_seq(&self, session_id: &str) -> Result<i64> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?1")
             .map_err(sql)?;
         st.query_row([session_id], |r| r.get(0)).map_err(sql)
@@ -34,7 +34,7 @@ impl Db<'_> {
     /// The messages with `first <= seq <= last`, oldest first.
     pub fn messages_between(&self, session_id: &str, first: i64, last: i64) -> Result<Vec<WindowMessage>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT seq, role, message, entry_id FROM messages
                  WHERE session_id = ?1 AND seq >= ?2 AND seq <= ?3 ORDER BY seq",
@@ -54,7 +54,7 @@ impl Db<'_> {
     /// id of the `%08x` form naming a message stored without one.
     pub fn seq_of_message_id(&self, session_id: &str, id: &str) -> Result<Option<i64>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT seq FROM messages WHERE session_id = ?1 AND entry_id = ?2 ORDER BY seq LIMIT 1")
             .map_err(sql)?;
         if let Some(seq) = st.query_row(params![session_id, id], |r| r.get(0)).optional().map_err(sql)? {
@@ -62,7 +62,7 @@ impl Db<'_> {
         }
         let Some(seq) = (id.len() == 8).then(|| i64::from_str_radix(id, 16).ok()).flatten() else { return Ok(None) };
         let mut at = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT 1 FROM messages WHERE session_id = ?1 AND seq = ?2 AND entry_id IS NULL")
             .map_err(sql)?;
         Ok(at.exists(params![session_id, seq]).map_err(sql)?.then_some(seq))

@@ -73,7 +73,7 @@ impl Db<'_> {
     /// In registration order.
     pub fn undelivered_children(&self, requester_key: &str) -> Result<Vec<PendingChild>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT s.run_id, s.child_key, s.record, s.ended FROM subagent_runs s
                  LEFT JOIN outbox o ON o.idempotency_key = json_extract(s.record, '$.announce.idempotencyKey')
@@ -97,7 +97,7 @@ impl Db<'_> {
 
     pub fn insert_yield(&self, y: &YieldRow) -> Result<()> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(concat!(
                 "INSERT INTO yields (",
                 yield_columns!(),
@@ -125,7 +125,7 @@ impl Db<'_> {
 
     pub fn yield_row(&self, yield_id: &str) -> Result<Option<YieldRow>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(concat!("SELECT ", yield_columns!(), " FROM yields WHERE yield_id = ?1"))
             .map_err(sql)?;
         st.query_row([yield_id], yield_row).optional().map_err(sql)
@@ -134,7 +134,7 @@ impl Db<'_> {
     /// The yields of a session that have not resumed yet, oldest first.
     pub fn open_yields_of(&self, session_key: &str) -> Result<Vec<YieldRow>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(concat!(
                 "SELECT ",
                 yield_columns!(),
@@ -148,7 +148,7 @@ impl Db<'_> {
     /// Every yield that has not resumed yet, oldest first.
     pub fn open_yields(&self) -> Result<Vec<YieldRow>> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(concat!(
                 "SELECT ",
                 yield_columns!(),
@@ -170,7 +170,7 @@ impl Db<'_> {
         at: Option<i64>,
     ) -> Result<bool> {
         let mut st = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "UPDATE yields SET status = ?3, resume_run_id = coalesce(?4, resume_run_id),
                    resumed_at = coalesce(?5, resumed_at)
