@@ -323,6 +323,15 @@ export interface SessionYieldEvent extends SessionToolsEventBase {
   type: 'session.yielded' | 'session.resumed' | 'session.resume_failed'
   yieldId: string
 }
+/** 2026.9: a human wrote in a session the event's session watches or owns; queue `text` for its next turn, wake it when `wake`. */
+export interface SessionChangedEvent extends SessionToolsEventBase {
+  type: 'session.changed'
+  targetSessionKey: string
+  sequence: number
+  lastSeenSequence: number
+  text: string
+  wake: boolean
+}
 /** The store could not record something in the background. */
 export interface StoreErrorEvent extends SessionToolsEventBase {
   type: 'store.error'
@@ -352,6 +361,7 @@ export type SessionToolsEvent =
   | SubagentCancelledEvent
   | DeliveryBacklogEvent
   | SessionYieldEvent
+  | SessionChangedEvent
   | StoreErrorEvent
   | ConfigDeprecatedEvent
 

@@ -157,7 +157,7 @@ describe('docs/API.md covers the shipped surface', () => {
         const p = path.join(dir, e.name)
         if (e.isDirectory()) walk(p)
         else if (e.name.endsWith('.rs')) {
-          for (const m of fs.readFileSync(p, 'utf8').matchAll(/"((?:run|a2a|send|delivery|subagent|store|config)\.[a-z_]+|session\.(?:yielded|resumed|resume_failed))"/g)) emitted.add(m[1])
+          for (const m of fs.readFileSync(p, 'utf8').matchAll(/"((?:run|a2a|send|delivery|subagent|store|config)\.[a-z_]+|session\.(?:yielded|resumed|resume_failed|changed))"/g)) emitted.add(m[1])
         }
       }
     }

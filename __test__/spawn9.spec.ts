@@ -143,3 +143,24 @@ describe('sessions_spawn attachments (2026.9)', () => {
     await st.close()
   })
 })
+
+describe('sessions_send watch (2026.9)', () => {
+  it('given watch: true when a human later writes in the target then the watcher gets a session.changed notice to queue', async () => {
+    const events: any[] = []
+    const st = await openMem(null, { contract: '2026.9', runAgent: host([]), onEvent: (ev: any) => events.push(ev) } as any)
+    const target = 'agent:main:whatsapp:dm:+1555'
+    const r: any = await st.executeTool('sessions_send', { sessionKey: target, message: 'watch this', timeoutSeconds: 0, watch: true }, { agentSessionKey: 'agent:main:main' })
+    expect(r.details.watched).toBe(true)
+    await st.appendMessages(target, [{ role: 'user', content: 'a human writes' }])
+    const notice = await until(() => events.find((e) => e.type === 'session.changed'))
+    expect(notice).toMatchObject({
+      sessionKey: 'agent:main:main',
+      targetSessionKey: target,
+      sequence: 1,
+      lastSeenSequence: 0,
+      wake: true,
+      text: `Session "${target}" changed (other actor). Reconcile before acting: session_status sessionKey "${target}" changesSince 0.`,
+    })
+    await st.close()
+  })
+})

@@ -103,6 +103,7 @@ impl Orchestrator {
         if out.get("deleted") == Some(&Value::Bool(true)) {
             if let Some(key) = out.get("key").and_then(Value::as_str) {
                 subagents::on_session_deleted(self, key).await?;
+                super::watch::forget(self, key).await?;
             }
         }
         Ok(out)

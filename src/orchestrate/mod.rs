@@ -34,6 +34,7 @@ pub mod task;
 pub mod task_list;
 pub mod tasks;
 pub mod thinking;
+pub mod watch;
 pub mod yields;
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod tasks9;
 pub mod transcripts;
 mod value;
 mod wal;
+pub mod watches;
 pub mod windows;
 pub mod yields;
 

@@ -4,7 +4,8 @@
 //! queues the annotated message on the target's transcript for its next turn, `steer` goes
 //! through the host's `steer`, `followup`/default start a run, `resume` needs a caller identity
 //! this engine does not have), every result with a `runId`, `accepted` instead of `timeout` for
-//! a wait that ran out while the run goes on, and the reply flow by reply mode: none for a
+//! a wait that ran out while the run goes on, `watched` (the requester watches the target,
+//! `orchestrate::watch`), and the reply flow by reply mode: none for a
 //! sub-agent requester, `one-way` (the reply handed once to the requester) for a sub-agent
 //! target, else the peer ping-pong and announce of [`Flow`].
 
@@ -21,6 +22,7 @@ use crate::orchestrate::prompts9;
 use crate::orchestrate::runs::{Provenance, RunSpec, RunStatus};
 use crate::orchestrate::state::Orchestrator;
 use crate::orchestrate::task::{blocking, new_chain_id};
+use crate::orchestrate::watch;
 use crate::tools::send::{chain_limit_text, Timing, SEND_BLOCKED};
 use crate::tools::send9::{self, Mode, Provenance9};
 use crate::tools::{read_string, ToolContext};
@@ -95,8 +97,11 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         source_tool: "sessions_send",
     };
     let annotated = send9::annotate(&p.message, &provenance);
-    // this engine has no session-state watcher: a requested watch is reported as not registered
-    let watched = p.watch.then_some(false);
+    // `watch`: registered once the message is accepted
+    let watch = |target_key: String| {
+        let (o, rk) = (orch.clone(), requester_key.clone());
+        async move { watch::register(&o, p.watch, rk.as_deref(), &target_key).await }
+    };
 
     match p.mode {
         Some(Mode::Notify) => {
@@ -119,6 +124,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
             let steered =
                 orch.host().can_steer() && matches!(orch.host().steer(target.key.clone(), annotated).await, Ok(true));
             return Ok(if steered {
+                let watched = watch(target.key.clone()).await?;
                 send9::accepted(&run_id, &display, true, send9::delivery(false), watched)
             } else {
                 json!({"runId": run_id, "status": "error", "error": send9::NO_ACTIVE_RUN, "sessionKey": display})
@@ -153,6 +159,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         }
         Started::Blocked => return Ok(send9::refused("error", SEND_BLOCKED, Some(&display))),
     };
+    let watched = watch(target.key.clone()).await?;
     let flow = Flow {
         orch: orch.clone(),
         target_key: target.key.clone(),

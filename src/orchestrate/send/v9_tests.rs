@@ -68,7 +68,7 @@ async fn no_reply_error_and_fire_and_forget_have_their_2026_9_shapes() {
     let fire = send(&o, json!({"sessionKey": DEV, "message": "hi", "timeoutSeconds": 0, "watch": true}), ctx()).await;
     assert_eq!(keys(&fire), ["runId", "status", "sessionKey", "targetDisposition", "delivery", "watched"]);
     assert_eq!((fire["status"].as_str(), fire["targetDisposition"].as_str()), (Some("accepted"), Some("queued")));
-    assert_eq!(fire["watched"], false);
+    assert_eq!(fire["watched"], true, "the requester now watches the target");
     o.close().await;
 
     let failing = Arc::new(FakeHost::new(|_| Box::pin(async { Err("model exploded".to_owned()) })));
