@@ -226,6 +226,11 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         // refused: the child entry written above goes again
         Err(text) => return Ok(discard(orch, &child_key, refusal("forbidden", text)).await),
     };
+    // 2026.9: the turn that spawned the child (a yield of that turn claims it)
+    if let (true, Some(turn)) = (v9, ctx.run_id.clone()) {
+        let (e, r) = (orch.engine().clone(), run_id.clone());
+        blocking(move || e.store().write(|db| db.record_spawn_turn(&r, &turn))).await?;
+    }
     // 14. register
     let requester_key_view = requester_key.clone();
     let now = entry::now_ms();

@@ -21,6 +21,7 @@ pub mod pg;
 pub mod runs;
 mod schema;
 pub mod sessions;
+pub mod spawn_turns;
 pub mod subagents;
 pub mod tasks;
 pub mod tasks9;
