@@ -31,6 +31,7 @@ pub mod state;
 pub mod stats;
 pub mod subagents;
 pub mod task;
+pub mod task_exec;
 pub mod task_list;
 pub mod tasks;
 pub mod thinking;
