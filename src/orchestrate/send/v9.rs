@@ -2,8 +2,8 @@
 //! `tools::send9`, the target as for 2026.1 (or an agent's main session, created on demand), the
 //! 2026.9 refusals (thread sessions, the calling session when waiting), the modes (`notify`
 //! queues the annotated message on the target's transcript for its next turn, `steer` goes
-//! through the host's `steer`, `followup`/default start a run, `resume` needs a caller identity
-//! this engine does not have), every result with a `runId`, `accepted` instead of `timeout` for
+//! through the host's `steer`, `followup`/default start a run, `resume` is refused with the
+//! gateway's texts: this engine never pauses a child run, so nothing is resumable), every result with a `runId`, `accepted` instead of `timeout` for
 //! a wait that ran out while the run goes on, `watched` (the requester watches the target,
 //! `orchestrate::watch`), and the reply flow by reply mode: none for a
 //! sub-agent requester, `one-way` (the reply handed once to the requester) for a sub-agent
@@ -40,8 +40,9 @@ enum ReplyMode {
 
 pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) -> Result<Value> {
     let p = send9::read(params)?;
-    if p.mode == Some(Mode::Resume) {
-        return Ok(send9::refused("forbidden", send9::RESUME_NEEDS_CALLER, None));
+    // `resume`: the caller is the calling session (`ctx.agentSessionKey`)
+    if let Some(refused) = send9::check_resume(&p, ctx.agent_session_key.is_some())? {
+        return Ok(refused);
     }
     let engine = orch.engine().clone();
     let cfg = engine.config();
@@ -75,9 +76,12 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         return Ok(send9::refused("error", send9::THREAD_TARGET, Some(&display)));
     }
     let (e, k) = (engine.clone(), target.key.clone());
-    let exists = blocking(move || e.get_session(&Value::from(k))).await?.is_some();
-    if !exists && matches!(p.mode, Some(Mode::Notify | Mode::Steer)) {
+    let target_entry = blocking(move || e.get_session(&Value::from(k))).await?;
+    if target_entry.is_none() && matches!(p.mode, Some(Mode::Notify | Mode::Steer | Mode::Resume)) {
         return Ok(send9::refused("error", send9::MISSING_SESSION, Some(&display)));
+    }
+    if p.mode == Some(Mode::Resume) {
+        return Ok(send9::resume_failed(&display, send9::resume_refusal(target_entry.as_ref())));
     }
 
     let requester_key = target.requester.key.clone();
