@@ -367,8 +367,14 @@ export type SessionToolsEvent =
 
 /** Options of `SessionTools.open`. */
 export interface OpenOptions {
-  /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. */
-  path: string
+  /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. Give `path` or `url`. */
+  path?: string
+  /**
+   * PostgreSQL: `postgres://user:password@host:5432/db?sslmode=…` (docs/API.md §1.8). Our own query
+   * parameters: `schema` (the schema holding the tables, created when missing), `pool_max_size`
+   * (default 8), `sslrootcert`. Give `path` or `url`.
+   */
+  url?: string
   /** The gateway's config; validated (`INVALID_CONFIG`). */
   config?: GatewayConfig | null
   /** Default '2026.1'. Decides config defaults, visibility, and the tools' parameters and results. */
@@ -921,7 +927,10 @@ export type SessionToolsErrorCode = 'INVALID_REQUEST' | 'STORE_ERROR' | 'CLOSED'
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** The session store, the send-policy engine and the session tools, opened on one SQLite file. */
+/**
+ * The session store, the send-policy engine and the session tools, opened on one SQLite file or
+ * a PostgreSQL database.
+ */
 export declare class SessionTools {
   /**
    * Opens (creating when missing) the store at `options.path` (`':memory:'` for a throwaway

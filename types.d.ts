@@ -367,8 +367,14 @@ export type SessionToolsEvent =
 
 /** Options of `SessionTools.open`. */
 export interface OpenOptions {
-  /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. */
-  path: string
+  /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. Give `path` or `url`. */
+  path?: string
+  /**
+   * PostgreSQL: `postgres://user:password@host:5432/db?sslmode=…` (docs/API.md §1.8). Our own query
+   * parameters: `schema` (the schema holding the tables, created when missing), `pool_max_size`
+   * (default 8), `sslrootcert`. Give `path` or `url`.
+   */
+  url?: string
   /** The gateway's config; validated (`INVALID_CONFIG`). */
   config?: GatewayConfig | null
   /** Default '2026.1'. Decides config defaults, visibility, and the tools' parameters and results. */

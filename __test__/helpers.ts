@@ -40,9 +40,24 @@ export function track(st: SessionTools): SessionTools {
   return st
 }
 
-/** An in-memory store, closed after the test. */
+/**
+ * Whether this run puts every `openMem` store on PostgreSQL (`npm test` runs the contract files a
+ * second time so, with SESSION_TOOLS_TEST_STORE=postgres and SESSION_TOOLS_TEST_PG_URL set).
+ */
+export const ON_POSTGRES = process.env.SESSION_TOOLS_TEST_STORE === 'postgres'
+
+let schemas = 0
+/** A URL of the test PostgreSQL server with a schema of its own, new for each call. */
+export function freshPgUrl(): string {
+  const base = process.env.SESSION_TOOLS_TEST_PG_URL
+  if (!base) throw new Error('SESSION_TOOLS_TEST_PG_URL is not set (npm test starts a throwaway cluster and sets it)')
+  return `${base}${base.includes('?') ? '&' : '?'}schema=v${process.pid}_${schemas++}`
+}
+
+/** A throwaway store (in memory; on PostgreSQL a fresh schema), closed after the test. */
 export async function openMem(config?: GatewayConfig | null, extra: Partial<OpenOptions> = {}): Promise<SessionTools> {
-  return track(await SessionTools.open({ path: ':memory:', config, ...extra }))
+  const where = ON_POSTGRES ? { url: freshPgUrl() } : { path: ':memory:' }
+  return track(await SessionTools.open({ ...where, config, ...extra }))
 }
 
 /** A file store in a fresh temp folder, closed after the test. */

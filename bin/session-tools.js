@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The command line (API.md §6): `session-tools <command> [--db <path>] [--json]`.
+// The command line (API.md §6): `session-tools <command> [--db <path or postgres:// URL>] [--json]`.
 // Exit codes: 0 success, 2 bad usage, 1 failure (one line on stderr).
 'use strict'
 
@@ -22,7 +22,7 @@ Commands:
   demo                 a scripted tour on a throwaway in-memory store
 
 Options (anywhere on the line):
-  --db <path>          the store (default ./sessions.db)
+  --db <path|url>      the store: a SQLite file (default ./sessions.db) or a postgres:// URL
   --json               print one JSON document instead of text
   --limit <n>          list, history: how many (history: 1..1000, default 200)
   --state-dir <path>   export: the absolute path the folder will be used from once moved
@@ -136,6 +136,7 @@ function skippedLines(skipped) {
 
 async function open(command, db) {
   const { SessionTools } = require(path.join(ROOT, 'index.js'))
+  if (/^postgres(ql)?:\/\//.test(db)) return SessionTools.open({ url: db })
   if (command !== 'import' && db !== ':memory:' && !fs.existsSync(db)) {
     throw new Error(`no store at ${db} (import a state folder first, or pass --db <path>)`)
   }

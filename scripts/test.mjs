@@ -3,7 +3,11 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 
+import { startCluster } from './lib/pg-cluster.mjs'
+
 const target = 'x86_64-unknown-linux-gnu'
+// The vitest files run a second time on PostgreSQL: the tools' contract, the store, the policy.
+const PG_SUITE = ['store', 'list', 'history', 'tools', 'policy', 'send', 'security', 'callbacks', 'contract9', 'orch9'].map((f) => `__test__/${f}.spec.ts`)
 let passed = 0
 let failed = 0
 let broken = false
@@ -21,6 +25,22 @@ if (build.status !== 0) {
   console.log('0 passed, 1 failed')
   process.exit(1)
 }
+
+// One PostgreSQL server for the Rust and the vitest PostgreSQL runs: the one
+// SESSION_TOOLS_TEST_PG_URL names, else a throwaway cluster started here. Without either the
+// PostgreSQL part fails (it is never skipped).
+let cluster = null
+if (!process.env.SESSION_TOOLS_TEST_PG_URL) {
+  try {
+    cluster = startCluster()
+    process.env.SESSION_TOOLS_TEST_PG_URL = cluster.url
+    console.log(`\nPostgreSQL: a throwaway cluster at ${cluster.dir}`)
+  } catch (e) {
+    console.error(`\nPostgreSQL: ${e.message}`)
+    failed += 1
+  }
+}
+process.on('exit', () => cluster?.stop())
 
 const cargo = run('cargo', ['test', '--target', target, '--lib', '--tests', '--', '--test-threads=2'], { capture: true })
 let cargoCounted = false
@@ -43,6 +63,23 @@ try {
   broken = true
 }
 if (vitest.status !== 0 && failed === 0) broken = true
+
+// The contract suite again, every store on PostgreSQL (helpers.ts openMem → a fresh schema).
+if (process.env.SESSION_TOOLS_TEST_PG_URL) {
+  rmSync('vitest-pg.json', { force: true })
+  process.env.SESSION_TOOLS_TEST_STORE = 'postgres'
+  const pg = run('npx', ['vitest', 'run', ...PG_SUITE, '--reporter=default', '--reporter=json', '--outputFile=vitest-pg.json'])
+  delete process.env.SESSION_TOOLS_TEST_STORE
+  try {
+    const r = JSON.parse(readFileSync('vitest-pg.json', 'utf8'))
+    passed += r.numPassedTests
+    failed += r.numFailedTests
+    if (r.numFailedTestSuites > 0 && r.numFailedTests === 0) broken = true
+  } catch {
+    broken = true
+  }
+  if (pg.status !== 0 && failed === 0) broken = true
+}
 
 // The 2026.9 round trip against the real package (scripts/check-2026.9-export.mjs), when it is
 // installed: OPENCLAW_2026_9_DIR names the folder holding node_modules/openclaw@2026.9.6; its

@@ -49,9 +49,9 @@ fn read_open_options(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<Open
 
 fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResult<OpenOptions> {
     let bad = |m: String| CoreError::invalid_request(m);
-    let Some(options) = options else { return Err(bad("open options required: { path, config? }".into())) };
+    let Some(options) = options else { return Err(bad("open options required: { path | url, config? }".into())) };
     if options.get_type().map_err(|e| bad(e.reason.clone()))? != ValueType::Object {
-        return Err(bad("open options must be an object: { path, config? }".into()));
+        return Err(bad("open options must be an object: { path | url, config? }".into()));
     }
     let obj: Object =
         unsafe { Object::from_napi_value(env.raw(), options.raw()) }.map_err(|e| bad(e.reason.clone()))?;
@@ -63,11 +63,24 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
             _ => Some(v),
         })
     };
-    let path = match to_json_exact(env, get("path")?, "options.path")? {
-        Value::String(s) if !s.trim().is_empty() => s,
-        Value::Null => return Err(bad("options.path required".into())),
-        _ => return Err(bad("invalid options.path: must be a non-empty string".into())),
-    };
+    let path =
+        match (to_json_exact(env, get("path")?, "options.path")?, to_json_exact(env, get("url")?, "options.url")?) {
+            (Value::String(s), Value::Null) if crate::store::pg::is_url(&s) => {
+                return Err(bad(
+                    "invalid options.path: it is a SQLite file; give a postgres:// URL as options.url".into()
+                ))
+            }
+            (Value::String(s), Value::Null) if !s.trim().is_empty() => s,
+            (Value::Null, Value::String(u)) if crate::store::pg::is_url(&u) => u,
+            (Value::Null, Value::Null) => {
+                return Err(bad("options.path (a SQLite file) or options.url (a postgres:// URL) required".into()))
+            }
+            (Value::Null, _) => {
+                return Err(bad("invalid options.url: must be a postgres:// or postgresql:// URL".into()))
+            }
+            (_, Value::Null) => return Err(bad("invalid options.path: must be a non-empty string".into())),
+            _ => return Err(bad("give options.path (SQLite) or options.url (PostgreSQL), not both".into())),
+        };
     let contract =
         Contract::from_option(&to_json_exact(env, get("contract")?, "options.contract")?, "options.contract")?;
     let config = crate::settings::effective_config(
@@ -98,7 +111,8 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
     Ok(OpenOptions { path, config, mirror_dir, callbacks })
 }
 
-/// The session store, the send-policy engine and the session tools, opened on one SQLite file.
+/// The session store, the send-policy engine and the session tools, opened on one SQLite file or
+/// a PostgreSQL database.
 #[napi]
 pub struct SessionTools {
     engine: Arc<Engine>,
