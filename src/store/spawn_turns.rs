@@ -24,18 +24,19 @@ impl Db<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::store::Store;
+    use crate::store::pg::testdb;
 
     #[test]
     fn a_spawn_turn_is_recorded_once_and_read_back() {
-        let s = Store::open(":memory:").unwrap();
-        s.write(|db| {
-            db.record_spawn_turn("run-1", "turn-a")?;
-            db.record_spawn_turn("run-1", "turn-b")?;
-            assert_eq!(db.spawn_turn("run-1")?.as_deref(), Some("turn-a"));
-            assert_eq!(db.spawn_turn("run-2")?, None);
-            Ok(())
-        })
-        .unwrap();
+        for s in testdb::stores() {
+            s.write(|db| {
+                db.record_spawn_turn("run-1", "turn-a")?;
+                db.record_spawn_turn("run-1", "turn-b")?;
+                assert_eq!(db.spawn_turn("run-1")?.as_deref(), Some("turn-a"));
+                assert_eq!(db.spawn_turn("run-2")?, None);
+                Ok(())
+            })
+            .unwrap();
+        }
     }
 }

@@ -95,42 +95,43 @@ impl Db<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::pg::testdb;
 
     #[test]
     fn a_change_tells_every_watcher_but_the_actor_and_a_pending_notice_keeps_its_first_change() {
-        let s = Store::open(":memory:").unwrap();
-        s.write(|db| {
-            db.watch_session("agent:main:main", "agent:main:dm", 1)?;
-            db.watch_session("agent:ops:main", "agent:main:dm", 1)?;
-            assert!(db.is_watched("agent:main:dm")? && !db.is_watched("agent:main:main")?);
-            let first = db.record_session_change("agent:main:dm", None, Some("agent:ops:main"), 2)?;
-            assert_eq!(
-                first,
-                vec![WatchNotice {
-                    watcher_key: "agent:main:main".into(),
-                    target_key: "agent:main:dm".into(),
-                    sequence: 1,
-                    last_seen: 0
-                }]
-            );
-            let second = db.record_session_change("agent:main:dm", Some("agent:main:owner"), None, 3)?;
-            let who: Vec<(&str, i64, i64)> =
-                second.iter().map(|n| (n.watcher_key.as_str(), n.sequence, n.last_seen)).collect();
-            assert_eq!(who, [("agent:main:main", 2, 0), ("agent:ops:main", 2, 0), ("agent:main:owner", 2, 0)]);
-            let pending: i64 = db
-                .count("SELECT notified_seq FROM session_watches WHERE watcher_key = 'agent:main:main'", args![])?
-                as i64;
-            assert_eq!(pending, 1, "the notice still pending stands at the first change");
-            // a watch registered later starts from the head
-            db.watch_session("agent:qa:main", "agent:main:dm", 4)?;
-            let third = db.record_session_change("agent:main:dm", None, None, 5)?;
-            assert!(third.iter().any(|n| n.watcher_key == "agent:qa:main" && n.last_seen == 2));
-            db.forget_session_watches("agent:main:dm")?;
-            assert!(!db.is_watched("agent:main:dm")?);
-            assert_eq!(db.session_state_head("agent:main:dm")?, 0);
-            Ok(())
-        })
-        .unwrap();
+        for s in testdb::stores() {
+            s.write(|db| {
+                db.watch_session("agent:main:main", "agent:main:dm", 1)?;
+                db.watch_session("agent:ops:main", "agent:main:dm", 1)?;
+                assert!(db.is_watched("agent:main:dm")? && !db.is_watched("agent:main:main")?);
+                let first = db.record_session_change("agent:main:dm", None, Some("agent:ops:main"), 2)?;
+                assert_eq!(
+                    first,
+                    vec![WatchNotice {
+                        watcher_key: "agent:main:main".into(),
+                        target_key: "agent:main:dm".into(),
+                        sequence: 1,
+                        last_seen: 0
+                    }]
+                );
+                let second = db.record_session_change("agent:main:dm", Some("agent:main:owner"), None, 3)?;
+                let who: Vec<(&str, i64, i64)> =
+                    second.iter().map(|n| (n.watcher_key.as_str(), n.sequence, n.last_seen)).collect();
+                assert_eq!(who, [("agent:main:main", 2, 0), ("agent:ops:main", 2, 0), ("agent:main:owner", 2, 0)]);
+                let pending: i64 = db
+                    .count("SELECT notified_seq FROM session_watches WHERE watcher_key = 'agent:main:main'", args![])?
+                    as i64;
+                assert_eq!(pending, 1, "the notice still pending stands at the first change");
+                // a watch registered later starts from the head
+                db.watch_session("agent:qa:main", "agent:main:dm", 4)?;
+                let third = db.record_session_change("agent:main:dm", None, None, 5)?;
+                assert!(third.iter().any(|n| n.watcher_key == "agent:qa:main" && n.last_seen == 2));
+                db.forget_session_watches("agent:main:dm")?;
+                assert!(!db.is_watched("agent:main:dm")?);
+                assert_eq!(db.session_state_head("agent:main:dm")?, 0);
+                Ok(())
+            })
+            .unwrap();
+        }
     }
 }
