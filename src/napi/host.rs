@@ -1,5 +1,5 @@
-//! The host callbacks of `open` (API.md §2) as a [`Host`]: `runAgent`, `deliver`, `onEvent` and
-//! `steer`, held as *weak* threadsafe functions (an idle store never keeps Node alive) and
+//! The host callbacks of `open` (API.md §2) as a [`Host`]: `runAgent`, `deliver`, `onEvent`,
+//! `steer`, `abortRun`, `bindThread` and `stageAttachments`, held as *weak* threadsafe functions (an idle store never keeps Node alive) and
 //! called with `call_async_catch`, so a throw, a rejection, a non-object result or a callback
 //! that never settles ends as an error or a timeout and never crashes the process.
 //!
