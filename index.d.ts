@@ -141,7 +141,7 @@ export interface AgentRunRequest {
   extraSystemPrompt?: string
   /** `'nested'`: a send's runs; `'subagent'`: a child's own run; `'announce'`: a sub-agent's announce run on its requester. */
   lane: 'nested' | 'subagent' | 'announce'
-  /** `true` only in the `announce` lane: the host delivers the run's reply to the route below. */
+  /** `true` in the `announce` lane (the host delivers the run's reply to the route below), and for a 2026.9 child bound to a thread in `mode: 'session'` (it answers on that thread). */
   deliver: boolean
   /** The route's channel: `webchat` for a send's runs, the requester's for a child's run or an announce run. */
   channel?: string
@@ -163,7 +163,46 @@ export interface AgentRunRequest {
   timeoutMs: number
   /** The agent-to-agent chain the run belongs to. */
   chainId: string
+  /** 2026.9 `sessions_spawn` `lightContext: true`: start the child with a light bootstrap. */
+  lightContext?: true
 }
+
+/** What `bindThread` is asked to bind (API.md §2.6). */
+export interface ThreadBindRequest {
+  /** The new child session. */
+  childSessionKey: string
+  /** The agent the child runs as. */
+  agentId: string
+  label?: string
+  /** `'session'`: a persistent child answering on the thread; `'run'`: one run, its result handed to the requester. */
+  mode: 'run' | 'session'
+  /** The requester (canonical key). */
+  requesterSessionKey: string
+  /** Where the requester was called from. */
+  requester: { channel: string; to?: string; accountId?: string; threadId?: string | number }
+}
+
+/** What `bindThread` answers: the bound conversation, a refusal, or null when nothing could be bound. */
+export type ThreadBindResult =
+  | { channel?: string; to: string; accountId?: string; threadId?: string | number }
+  | { error: string }
+  | null
+
+/** What `stageAttachments` is asked to stage (API.md §2.7); `discard: true` (no `files`): drop what was staged under `attachmentId`. */
+export interface AttachmentStageRequest {
+  childSessionKey: string
+  agentId: string
+  attachmentId: string
+  /** Whether the child runs sandboxed (2026.9 mounts the files read-only at `/openclaw/attachments/<id>`). */
+  sandboxed?: boolean
+  /** `tools.sessions_spawn.attachments.retainOnSessionKeep`: keep the files with a kept child session. */
+  retainOnSessionKeep?: boolean
+  files?: Array<{ name: string; mimeType: string; bytes: number; sha256: string; contentBase64: string }>
+  discard?: true
+}
+
+/** What `stageAttachments` answers: the directory the child sees the files in, or a refusal. */
+export type AttachmentStageResult = { dir: string } | { error: string; status?: 'error' | 'forbidden' }
 
 /** What `runAgent` resolves with (API.md §2.1). */
 export interface AgentRunResult {
@@ -284,6 +323,15 @@ export interface SessionYieldEvent extends SessionToolsEventBase {
   type: 'session.yielded' | 'session.resumed' | 'session.resume_failed'
   yieldId: string
 }
+/** 2026.9: a human wrote in a session the event's session watches or owns; queue `text` for its next turn, wake it when `wake`. */
+export interface SessionChangedEvent extends SessionToolsEventBase {
+  type: 'session.changed'
+  targetSessionKey: string
+  sequence: number
+  lastSeenSequence: number
+  text: string
+  wake: boolean
+}
 /** The store could not record something in the background. */
 export interface StoreErrorEvent extends SessionToolsEventBase {
   type: 'store.error'
@@ -313,6 +361,7 @@ export type SessionToolsEvent =
   | SubagentCancelledEvent
   | DeliveryBacklogEvent
   | SessionYieldEvent
+  | SessionChangedEvent
   | StoreErrorEvent
   | ConfigDeprecatedEvent
 
@@ -352,6 +401,10 @@ export interface OpenSettings {
   steer?: (sessionKey: string, text: string) => boolean | Promise<boolean>
   /** 2026.9 `subagents` cancel: stop the model turn of run `runId` (the engine has ended the run already). */
   abortRun?: (runId: string, reason: string) => unknown
+  /** 2026.9 `sessions_spawn` `thread: true`: bind the child to a thread of the requester's channel (API.md §2.6); without it, thread spawns are refused. */
+  bindThread?: (req: ThreadBindRequest) => ThreadBindResult | Promise<ThreadBindResult>
+  /** 2026.9 `sessions_spawn` `attachments`: write the files where the child can read them (API.md §2.7); without it, attachments are refused. */
+  stageAttachments?: (req: AttachmentStageRequest) => AttachmentStageResult | Promise<AttachmentStageResult>
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */
   mirrorDir?: string | null
   /** Our own settings, which have no place in the gateway's config. */

@@ -205,9 +205,15 @@ describe('sessions_send (2026.9)', () => {
     expect((await st.sessionsSend({ sessionKey: 'agent:main:discord:channel:1:thread:2', message: 't' }, MAIN) as any).error).toBe(
       'sessions_send cannot target a thread session for inter-agent coordination. Use the parent channel session key instead.',
     )
-    expect((await st.sessionsSend({ sessionKey: DEV, message: 'r', mode: 'resume' }, MAIN) as any)).toMatchObject({
+    expect((await st.sessionsSend({ sessionKey: DEV, message: 'r', mode: 'resume' }, {}) as any)).toMatchObject({
       status: 'forbidden',
       error: 'Task resume requires an admitted parent tool caller.',
+    })
+    // with a caller: nothing is ever paused here, so the target is not a resumable child
+    expect((await st.sessionsSend({ sessionKey: DEV, message: 'r', mode: 'resume' }, MAIN) as any)).toMatchObject({
+      status: 'error',
+      sessionKey: DEV,
+      error: 'Task resume requires a currently paused native child; inspect subagents first.',
     })
     expect((await st.sessionsSend({ sessionKey: DEV, message: 'x', mode: 'loud' }, MAIN) as any).error).toBe('mode must be notify, steer, followup, or resume')
     const q: any = await st.sessionsSend({ sessionKey: DEV, message: 'fyi', mode: 'notify' }, MAIN)

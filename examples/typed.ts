@@ -91,6 +91,8 @@ export async function main(): Promise<{ sessionId: string; lastChannel: string |
 export async function misuse(st: SessionTools): Promise<void> {
   // @ts-expect-error: `path` or `url` is required
   await SessionTools.open({ config })
+  // @ts-expect-error: `path` is a string
+  await SessionTools.open({ path: 42, config })
   // @ts-expect-error: a session key is a string
   await st.getSession(42)
   const e = await st.upsertSession('main', {})

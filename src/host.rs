@@ -60,6 +60,8 @@ pub struct RunOptions {
     pub spawned_by: Option<String>,
     pub timeout_ms: u64,
     pub chain_id: String,
+    /// 2026.9 `lightContext`: the child starts with a light bootstrap
+    pub light_context: bool,
 }
 
 impl RunOptions {
@@ -79,6 +81,7 @@ impl RunOptions {
             spawned_by: None,
             timeout_ms,
             chain_id: chain_id.into(),
+            light_context: false,
         }
     }
 }
@@ -124,6 +127,7 @@ impl AgentRunRequest {
         put("spawnedBy", o.spawned_by.clone().map(Value::from));
         put("timeoutMs", Some(o.timeout_ms.into()));
         put("chainId", Some(o.chain_id.clone().into()));
+        put("lightContext", o.light_context.then_some(Value::Bool(true)));
         Value::Object(m)
     }
 }
@@ -258,6 +262,29 @@ pub trait Host: Send + Sync + 'static {
     fn can_abort(&self) -> bool {
         false
     }
+    /// Binds a new sub-agent session to a channel thread (2026.9 `sessions_spawn` with
+    /// `thread: true`; API.md §2.6): `req` is `{childSessionKey, agentId, label?, mode,
+    /// requesterSessionKey, requester: {channel, to?, accountId?, threadId?}}`; the answer is the
+    /// bound conversation `{channel, to, accountId?, threadId?}`, `{error}` to refuse with that
+    /// text, or `null` when no thread could be bound. `Err` is a failed bind.
+    fn bind_thread(&self, _req: Value) -> HostFuture<Value> {
+        Box::pin(async { Ok(Value::Null) })
+    }
+    /// Whether a `bindThread` callback is configured at all.
+    fn can_bind_thread(&self) -> bool {
+        false
+    }
+    /// Stages a spawn's attachments where the child can read them (2026.9 `sessions_spawn`
+    /// `attachments`; API.md §2.7): `req` is `{childSessionKey, agentId, attachmentId, sandboxed,
+    /// files: [{name, mimeType, bytes, sha256, contentBase64}]}`; the answer is `{dir}`, the
+    /// directory the child sees them under. `Err` is a failed staging.
+    fn stage_attachments(&self, _req: Value) -> HostFuture<Value> {
+        Box::pin(async { Err("no stageAttachments callback is configured".to_owned()) })
+    }
+    /// Whether a `stageAttachments` callback is configured at all.
+    fn can_stage_attachments(&self) -> bool {
+        false
+    }
     /// Work started (`true`) or ended (`false`): while any is in progress the host keeps its
     /// process alive; an idle store never does.
     fn busy(&self, _on: bool) {}
@@ -275,11 +302,17 @@ pub mod testing {
     type RunFn = Box<dyn Fn(AgentRunRequest) -> HostFuture<Value> + Send + Sync>;
     type DeliverFn = Box<dyn Fn(Value) -> HostFuture<()> + Send + Sync>;
     type SteerFn = Box<dyn Fn(String, String) -> HostFuture<bool> + Send + Sync>;
+    type JsonFn = Box<dyn Fn(Value) -> HostFuture<Value> + Send + Sync>;
 
     pub struct FakeHost {
         run: RunFn,
         deliver: Option<DeliverFn>,
         steer: Option<SteerFn>,
+        bind_thread: Option<JsonFn>,
+        stage: Option<JsonFn>,
+        /// `bindThread` and `stageAttachments` requests, in order
+        pub binds: Mutex<Vec<Value>>,
+        pub stagings: Mutex<Vec<Value>>,
         pub requests: Mutex<Vec<AgentRunRequest>>,
         pub deliveries: Mutex<Vec<Value>>,
         pub steers: Mutex<Vec<(String, String)>>,
@@ -298,6 +331,10 @@ pub mod testing {
                 run: Box::new(run),
                 deliver: None,
                 steer: None,
+                bind_thread: None,
+                stage: None,
+                binds: Mutex::default(),
+                stagings: Mutex::default(),
                 requests: Mutex::default(),
                 deliveries: Mutex::default(),
                 steers: Mutex::default(),
@@ -322,6 +359,14 @@ pub mod testing {
             f: impl Fn(String, String) -> HostFuture<bool> + Send + Sync + 'static,
         ) -> FakeHost {
             self.steer = Some(Box::new(f));
+            self
+        }
+        pub fn with_bind_thread(mut self, f: impl Fn(Value) -> HostFuture<Value> + Send + Sync + 'static) -> FakeHost {
+            self.bind_thread = Some(Box::new(f));
+            self
+        }
+        pub fn with_stage(mut self, f: impl Fn(Value) -> HostFuture<Value> + Send + Sync + 'static) -> FakeHost {
+            self.stage = Some(Box::new(f));
             self
         }
         pub fn requests(&self) -> Vec<AgentRunRequest> {
@@ -375,6 +420,26 @@ pub mod testing {
         }
         fn can_abort(&self) -> bool {
             true
+        }
+        fn bind_thread(&self, req: Value) -> HostFuture<Value> {
+            lock(&self.binds).push(req.clone());
+            match &self.bind_thread {
+                Some(f) => f(req),
+                None => Box::pin(async { Ok(Value::Null) }),
+            }
+        }
+        fn can_bind_thread(&self) -> bool {
+            self.bind_thread.is_some()
+        }
+        fn stage_attachments(&self, req: Value) -> HostFuture<Value> {
+            lock(&self.stagings).push(req.clone());
+            match &self.stage {
+                Some(f) => f(req),
+                None => Box::pin(async { Err("no stageAttachments callback is configured".to_owned()) }),
+            }
+        }
+        fn can_stage_attachments(&self) -> bool {
+            self.stage.is_some()
         }
     }
 }

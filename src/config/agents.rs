@@ -44,6 +44,69 @@ impl SessionVisibility {
     }
 }
 
+/// `sandbox.mode` (2026.9): which of an agent's sessions run sandboxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SandboxMode {
+    /// none
+    #[default]
+    Off,
+    /// every session but the agent's main session
+    NonMain,
+    /// every session
+    All,
+}
+
+/// `sandbox.mode` of this sandbox section, when given (read under 2026.9 only).
+pub(super) fn read_sandbox_mode(sandbox: &Section<'_>) -> Result<Option<SandboxMode>> {
+    match sandbox.lowered("mode")?.as_deref() {
+        None => Ok(None),
+        Some("off") => Ok(Some(SandboxMode::Off)),
+        Some("non-main") => Ok(Some(SandboxMode::NonMain)),
+        Some("all") => Ok(Some(SandboxMode::All)),
+        Some(_) => Err(sandbox.bad("mode", r#"must be "off", "non-main" or "all""#)),
+    }
+}
+
+/// `tools.sessions_spawn.attachments` (2026.9): inline files a spawn may hand its child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachmentLimits {
+    /// `enabled`, only when literally `true`
+    pub enabled: bool,
+    /// `maxTotalBytes`, default 5 MiB
+    pub max_total_bytes: u64,
+    /// `maxFiles`, default 50
+    pub max_files: u64,
+    /// `maxFileBytes`, default 1 MiB
+    pub max_file_bytes: u64,
+    /// `retainOnSessionKeep`: keep the files with a kept child session
+    pub retain_on_keep: bool,
+}
+
+impl Default for AttachmentLimits {
+    fn default() -> Self {
+        AttachmentLimits {
+            enabled: false,
+            max_total_bytes: 5 * 1024 * 1024,
+            max_files: 50,
+            max_file_bytes: 1024 * 1024,
+            retain_on_keep: false,
+        }
+    }
+}
+
+/// `tools.sessions_spawn.attachments`, numbers floored.
+pub(super) fn read_attachment_limits(a: &Section<'_>) -> Result<AttachmentLimits> {
+    let d = AttachmentLimits::default();
+    let n = |key: &str, default: u64| -> Result<u64> { Ok(a.number(key)?.map_or(default, super::floor_u64)) };
+    Ok(AttachmentLimits {
+        enabled: a.boolean("enabled")? == Some(true),
+        max_total_bytes: n("maxTotalBytes", d.max_total_bytes)?,
+        max_files: n("maxFiles", d.max_files)?,
+        max_file_bytes: n("maxFileBytes", d.max_file_bytes)?,
+        retain_on_keep: a.boolean("retainOnSessionKeep")? == Some(true),
+    })
+}
+
 /// `tools.agentToAgent`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AgentToAgentConfig {
@@ -73,6 +136,8 @@ pub struct AgentConfig {
     /// `agentRuntime` / `runtime` id configured for the agent
     pub runtime: Option<String>,
     pub sandbox_visibility: Option<Visibility>,
+    /// 2026.9 `sandbox.mode` of this agent, when given
+    pub sandbox_mode: Option<SandboxMode>,
     /// 2026.9 `subagents.requireAgentId` of this agent, when given
     pub require_agent_id: Option<bool>,
 }
@@ -179,7 +244,7 @@ pub(super) fn read_visibility(section: &Section<'_>) -> Result<Option<Visibility
 }
 
 /// One roster entry at `entry` (already known to be present), with this raw id.
-fn read_agent(entry: &Section<'_>, id: &str) -> Result<AgentConfig> {
+fn read_agent(entry: &Section<'_>, id: &str, rules: &Rules) -> Result<AgentConfig> {
     if entry.map.is_none() {
         return Err(invalid(&entry.path, "must be an object"));
     }
@@ -202,6 +267,7 @@ fn read_agent(entry: &Section<'_>, id: &str) -> Result<AgentConfig> {
         model: entry.model("model")?,
         runtime,
         sandbox_visibility: read_visibility(&entry.section("sandbox")?)?,
+        sandbox_mode: if rules.agents_entries { read_sandbox_mode(&entry.section("sandbox")?)? } else { None },
         require_agent_id: subagents.boolean("requireAgentId")?,
     })
 }
@@ -221,7 +287,7 @@ pub(super) fn read_agents(agents: &Section<'_>, rules: &Rules) -> Result<Vec<Age
                     return Err(invalid(&entry.path, "must be an object"));
                 }
                 let id = entry.string("id")?.ok_or_else(|| entry.bad("id", "must be a string"))?;
-                read_agent(&entry, id)
+                read_agent(&entry, id, rules)
             })
             .collect()
     };
@@ -235,7 +301,7 @@ pub(super) fn read_agents(agents: &Section<'_>, rules: &Rules) -> Result<Vec<Age
     let roster = if agents.get("entries").is_some() {
         let mut out: Vec<AgentConfig> = Vec::new();
         for (id, value, path) in agents.entries("entries")? {
-            let agent = read_agent(&Section::at(Some(value), path.clone())?, id)?;
+            let agent = read_agent(&Section::at(Some(value), path.clone())?, id, rules)?;
             if out.iter().any(|a| a.id == agent.id) {
                 return Err(invalid(&path, "names an agent that is already listed"));
             }

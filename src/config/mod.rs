@@ -12,7 +12,9 @@ mod sessions;
 
 use serde_json::Value;
 
-pub use agents::{AgentConfig, AgentToAgentConfig, SessionVisibility, SubagentDefaults, Visibility};
+pub use agents::{
+    AgentConfig, AgentToAgentConfig, AttachmentLimits, SandboxMode, SessionVisibility, SubagentDefaults, Visibility,
+};
 pub use models::{CatalogModel, ModelCatalog, ModelCost, ModelRef};
 pub use sessions::{ChatType, PolicyAction, QueueConfig, Scope, SendPolicyConfig, SendPolicyRule};
 
@@ -48,8 +50,12 @@ pub struct Config {
     pub subagent_tools_deny: Vec<String>,
     /// `agents.defaults.timeoutSeconds`, default 600, floored, min 1
     pub default_timeout_seconds: u64,
+    /// 2026.9 `tools.sessions_spawn.attachments` (off unless `enabled: true`)
+    pub spawn_attachments: AttachmentLimits,
     /// `agents.defaults.sandbox.sessionToolsVisibility`, default spawned
     pub sandbox_visibility: Visibility,
+    /// 2026.9 `agents.defaults.sandbox.mode`, default off (not read under 2026.1)
+    pub sandbox_mode: SandboxMode,
     pub subagents: SubagentDefaults,
     /// `agents.defaults.model` (a string, or `{primary}`)
     pub default_model: Option<String>,
@@ -151,6 +157,11 @@ impl Config {
             allow: a2a_tools.strings("allow")?.unwrap_or_default(),
         };
         let session_visibility = agents::read_session_visibility(&tools, rules)?;
+        let spawn_attachments = if rules.agents_entries {
+            agents::read_attachment_limits(&tools.section("sessions_spawn")?.section("attachments")?)?
+        } else {
+            AttachmentLimits::default()
+        };
         let subagent_tools = tools.section("subagents")?.section("tools")?;
         let subagent_tools_allow = subagent_tools.strings("allow")?;
         let subagent_tools_deny = subagent_tools.strings("deny")?.unwrap_or_default();
@@ -159,6 +170,11 @@ impl Config {
         let defaults = agents.section("defaults")?;
         let default_timeout_seconds = defaults.number("timeoutSeconds")?.map_or(600, |n| floor_u64(n).max(1));
         let sandbox_visibility = agents::read_visibility(&defaults.section("sandbox")?)?.unwrap_or_default();
+        let sandbox_mode = if rules.agents_entries {
+            agents::read_sandbox_mode(&defaults.section("sandbox")?)?.unwrap_or_default()
+        } else {
+            SandboxMode::Off
+        };
         let default_model = defaults.model("model")?;
         let subagents = agents::read_subagent_defaults(&defaults.section("subagents")?, rules)?;
         let agent_list = agents::read_agents(&agents, rules)?;
@@ -193,7 +209,9 @@ impl Config {
             subagent_tools_allow,
             subagent_tools_deny,
             default_timeout_seconds,
+            spawn_attachments,
             sandbox_visibility,
+            sandbox_mode,
             subagents,
             default_model,
             agents: agent_list,
@@ -254,6 +272,11 @@ impl Config {
         ids.sort();
         ids.dedup();
         Some(ids)
+    }
+
+    /// 2026.9: the agent's `sandbox.mode`, else the defaults'.
+    pub fn sandbox_mode_for(&self, agent_id: &str) -> SandboxMode {
+        self.agent(agent_id).and_then(|a| a.sandbox_mode).unwrap_or(self.sandbox_mode)
     }
 
     /// DECISIONS.md: the per-agent `sandbox.sessionToolsVisibility` wins over the default.

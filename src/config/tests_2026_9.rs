@@ -112,3 +112,34 @@ fn the_contract_travels_in_the_config() {
     assert_eq!(cfg9(Value::Null).contract, Contract::V2026_9);
     assert_eq!(cfg9(Value::Null).rules().list_default_limit, 100);
 }
+
+#[test]
+fn sandbox_modes_are_read_per_agent_over_the_defaults_and_checked() {
+    let c = cfg9(json!({"agents": {
+        "ownership": "explicit",
+        "defaults": {"sandbox": {"mode": "non-main"}},
+        "entries": {"main": {}, "box": {"sandbox": {"mode": "ALL"}}},
+    }}));
+    assert_eq!((c.sandbox_mode_for("main"), c.sandbox_mode_for("box")), (SandboxMode::NonMain, SandboxMode::All));
+    assert_eq!(cfg9(json!({})).sandbox_mode_for("main"), SandboxMode::Off);
+    assert_eq!(
+        refused9(json!({"agents": {"defaults": {"sandbox": {"mode": "some"}}}})),
+        r#"invalid config: agents.defaults.sandbox.mode must be "off", "non-main" or "all""#
+    );
+    // 2026.1 does not read it
+    assert_eq!(
+        Config::from_json(&json!({"agents": {"defaults": {"sandbox": {"mode": "some"}}}})).unwrap().sandbox_mode,
+        SandboxMode::Off
+    );
+}
+
+#[test]
+fn spawn_attachments_are_off_by_default_and_their_limits_floored() {
+    assert_eq!(cfg9(json!({})).spawn_attachments, AttachmentLimits::default());
+    let c = cfg9(
+        json!({"tools": {"sessions_spawn": {"attachments": {"enabled": true, "maxFiles": 2.7, "maxFileBytes": 10}}}}),
+    );
+    let a = c.spawn_attachments;
+    assert_eq!((a.enabled, a.max_files, a.max_file_bytes, a.max_total_bytes), (true, 2, 10, 5 * 1024 * 1024));
+    assert!(refused9(json!({"tools": {"sessions_spawn": {"attachments": {"maxFiles": -1}}}})).contains("maxFiles"));
+}

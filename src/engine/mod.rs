@@ -41,7 +41,12 @@ pub struct Engine {
     store: Store,
     config: RwLock<Arc<Config>>,
     mirror_dir: Option<PathBuf>,
+    /// told of each committed `appendMessages` (the orchestration's session watches)
+    append_observer: std::sync::OnceLock<AppendObserver>,
 }
+
+/// Told of committed appends: the canonical key and the messages. Must not block.
+pub type AppendObserver = Box<dyn Fn(&str, &[Value]) + Send + Sync>;
 
 fn obj(v: &Value, what: &str) -> Result<Entry> {
     match v {
@@ -70,7 +75,12 @@ fn dir_arg(v: &Value) -> Result<PathBuf> {
 
 impl Engine {
     pub fn new(store: Store, config: Config, mirror_dir: Option<PathBuf>) -> Engine {
-        Engine { store, config: RwLock::new(Arc::new(config)), mirror_dir }
+        Engine { store, config: RwLock::new(Arc::new(config)), mirror_dir, append_observer: Default::default() }
+    }
+
+    /// Sets the one observer of committed appends (a second call is ignored).
+    pub fn observe_appends(&self, observer: AppendObserver) {
+        let _ = self.append_observer.set(observer);
     }
 
     pub fn store(&self) -> &Store {
@@ -177,6 +187,9 @@ impl Engine {
                 }
             },
         )?;
+        if let Some(observe) = self.append_observer.get() {
+            observe(&key, list);
+        }
         Ok(json!({"sessionKey": key, "sessionId": sid, "appended": rows.len()}))
     }
 

@@ -1,5 +1,5 @@
-//! The host callbacks of `open` (API.md §2) as a [`Host`]: `runAgent`, `deliver`, `onEvent` and
-//! `steer`, held as *weak* threadsafe functions (an idle store never keeps Node alive) and
+//! The host callbacks of `open` (API.md §2) as a [`Host`]: `runAgent`, `deliver`, `onEvent`,
+//! `steer`, `abortRun`, `bindThread` and `stageAttachments`, held as *weak* threadsafe functions (an idle store never keeps Node alive) and
 //! called with `call_async_catch`, so a throw, a rejection, a non-object result or a callback
 //! that never settles ends as an error or a timeout and never crashes the process.
 //!
@@ -189,6 +189,8 @@ pub struct Callbacks {
     on_event: Option<Callback<JsonArg>>,
     steer: Option<Callback<SteerArgs>>,
     abort_run: Option<Callback<SteerArgs>>,
+    bind_thread: Option<Callback<JsonArg>>,
+    stage_attachments: Option<Callback<JsonArg>>,
     keep_alive: Option<KeepAlive>,
 }
 
@@ -206,6 +208,8 @@ impl Callbacks {
             on_event: None,
             steer: None,
             abort_run: None,
+            bind_thread: None,
+            stage_attachments: None,
             keep_alive: Some(KeepAlive::new(env)?),
         };
         let func = |name: &str| get(name).filter(|v| v.get_type().ok() == Some(ValueType::Function));
@@ -224,6 +228,12 @@ impl Callbacks {
         if let Some(f) = func("abortRun") {
             c.abort_run = Some(weak(env, f)?);
         }
+        if let Some(f) = func("bindThread") {
+            c.bind_thread = Some(weak(env, f)?);
+        }
+        if let Some(f) = func("stageAttachments") {
+            c.stage_attachments = Some(weak(env, f)?);
+        }
         Ok(c)
     }
 }
@@ -234,6 +244,8 @@ pub struct JsHost {
     deliver: Option<Arc<Callback<JsonArg>>>,
     steer: Option<Arc<Callback<SteerArgs>>>,
     abort_run: Option<Arc<Callback<SteerArgs>>>,
+    bind_thread: Option<Arc<Callback<JsonArg>>>,
+    stage_attachments: Option<Arc<Callback<JsonArg>>>,
     events: Option<mpsc::UnboundedSender<Value>>,
     keep_alive: Option<Arc<KeepAlive>>,
     closed: std::sync::atomic::AtomicBool,
@@ -264,11 +276,23 @@ impl JsHost {
             deliver: c.deliver.map(Arc::new),
             steer: c.steer.map(Arc::new),
             abort_run: c.abort_run.map(Arc::new),
+            bind_thread: c.bind_thread.map(Arc::new),
+            stage_attachments: c.stage_attachments.map(Arc::new),
             events,
             keep_alive: c.keep_alive.map(Arc::new),
             closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
+}
+
+/// One JSON-in, JSON-out callback; `absent` when none is configured.
+fn json_call(f: Option<Arc<Callback<JsonArg>>>, req: Value, absent: Value) -> HostFuture<Value> {
+    Box::pin(async move {
+        match f {
+            Some(f) => call(&f, JsonArg(req)).await,
+            None => Ok(absent),
+        }
+    })
 }
 
 impl Host for JsHost {
@@ -316,6 +340,18 @@ impl Host for JsHost {
     }
     fn can_abort(&self) -> bool {
         self.abort_run.is_some()
+    }
+    fn bind_thread(&self, req: Value) -> HostFuture<Value> {
+        json_call(self.bind_thread.clone(), req, Value::Null)
+    }
+    fn can_bind_thread(&self) -> bool {
+        self.bind_thread.is_some()
+    }
+    fn stage_attachments(&self, req: Value) -> HostFuture<Value> {
+        json_call(self.stage_attachments.clone(), req, Value::Null)
+    }
+    fn can_stage_attachments(&self) -> bool {
+        self.stage_attachments.is_some()
     }
     fn busy(&self, on: bool) {
         use std::sync::atomic::Ordering;

@@ -34,9 +34,16 @@ impl Orchestrator {
             }
             Tool::SessionsSpawn => {
                 let ctx = ToolContext::from_json(&ctx)?;
-                match tools::spawn::read(&self.engine.config(), &params, &ctx) {
+                let cfg = self.engine.config();
+                let out = match tools::spawn::read(&cfg, &params, &ctx) {
                     Ok(request) => spawn::run(self, request, &ctx).await,
                     Err(refused) => refused.into_payload(),
+                };
+                // 2026.9: a refused spawn names the agent it asked for as `role`
+                if cfg.contract == Contract::V2026_9 {
+                    out.map(|payload| tools::spawn9::with_role(payload, &params))
+                } else {
+                    out
                 }
             }
             // 2026.9 tools: under 2026.1 they are unknown tools
@@ -96,6 +103,7 @@ impl Orchestrator {
         if out.get("deleted") == Some(&Value::Bool(true)) {
             if let Some(key) = out.get("key").and_then(Value::as_str) {
                 subagents::on_session_deleted(self, key).await?;
+                super::watch::forget(self, key).await?;
             }
         }
         Ok(out)

@@ -15,6 +15,11 @@ const ESCAPED_END: &str = "[[OPENCLAW_INTERNAL_CONTEXT_END]]";
 /// The outcome instruction every completion carries.
 pub const OUTCOME_INSTRUCTION: &str = "This completion ends one child run, not necessarily the original user request. Compare the result with the requested outcome before deciding the task is done. Reviews, failed checks, and other in-scope fixable blockers require continued work or a follow-up in the kept child session; report a blocker only when progress needs new user authority or an unavailable external decision.";
 
+/// The reply instruction of a private (`completionTarget: "parent"`) handoff.
+pub fn private_instruction() -> String {
+    format!("Process this result privately. {OUTCOME_INSTRUCTION} Your final reply stays internal. If the original request requires a user-facing update, send it through an available, permitted messaging tool; do not rely on your final reply for delivery. Reply ONLY: {SILENT_REPLY_TOKEN} when no further work or user-facing update is owed, or after sending that update.")
+}
+
 /// The status label of a run's outcome (`ok|timeout|error|unknown` and its error).
 pub fn status_label(status: &str, error: Option<&str>) -> String {
     let error = error.filter(|e| !e.is_empty());
@@ -115,12 +120,7 @@ fn single_line(s: &str, fallback: &str) -> String {
 
 /// Control and format characters are dropped from prompt data (`sanitizeForPromptLiteral`).
 fn literal(s: &str) -> String {
-    s.chars()
-        .filter(|c| {
-            !(c.is_control()
-                || matches!(*c, '\u{2028}' | '\u{2029}' | '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
-        })
-        .collect()
+    s.chars().filter(|c| !crate::js::is_prompt_unsafe(*c)).collect()
 }
 
 /// The child's result as a data block (`<prompt-data>`), `<` and `>` escaped.

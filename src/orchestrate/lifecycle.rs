@@ -49,6 +49,7 @@ impl Orchestrator {
         self.take_lease().await?;
         subagents::recover(self).await?;
         yields::recover(self).await?;
+        super::watch::install(self);
         let me: Arc<dyn Dispatcher> = self.clone();
         let weak: Weak<dyn Dispatcher> = Arc::downgrade(&me);
         self.outbox.start(weak);

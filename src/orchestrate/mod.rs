@@ -26,13 +26,16 @@ pub mod retry9;
 pub mod runs;
 pub mod send;
 pub mod spawn;
+pub mod spawn_v9;
 pub mod state;
 pub mod stats;
 pub mod subagents;
 pub mod task;
+pub mod task_exec;
 pub mod task_list;
 pub mod tasks;
 pub mod thinking;
+pub mod watch;
 pub mod yields;
 
 #[cfg(test)]

@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 use super::runs::{Admission, ChildCap, Provenance, RunSpec};
 use super::state::Orchestrator;
 use super::task::{blocking, new_chain_id};
-use super::{prompts, subagents};
-use crate::entry::{self};
+use super::{prompts, spawn_v9, subagents};
+use crate::entry::{self, DeliveryContext};
 use crate::error::Result;
 use crate::host::{Lane, RunOptions};
 use crate::tools::send::chain_limit_text;
@@ -32,6 +32,23 @@ const FORK_MESSAGES: u32 = 1000;
 /// The tool after its parameters are read: the payload the model sees.
 pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolContext) -> Result<Value> {
     let cfg = orch.engine().config();
+    // DECISIONS.md #5: at most maxActive running children per requester. The check and the
+    // registration below are one step for this store: concurrent spawns wait here, so each one
+    // counts the children registered before it.
+    let _gate = orch.subagents().spawn_gate.lock().await;
+    let (o, k) = (orch.clone(), request.requester_key.clone());
+    let active = blocking(move || subagents::running_count(&o, &k)).await?;
+    // 2026.9: the depth of the requester in the stored lineage, and maxChildrenPerAgent
+    let max_children = if request.v9 { cfg.subagents.max_children_per_agent } else { cfg.subagents.max_active };
+    let admitted = if request.v9 {
+        match spawn_v9::admit(orch, &request, ctx, active, max_children).await? {
+            Ok(a) => a,
+            Err(refused) => return Ok(refused),
+        }
+    } else {
+        spawn_v9::Admitted { depth: 0, sandbox_required: false }
+    };
+    let depth = admitted.depth;
     let SpawnRequest {
         task,
         label,
@@ -39,7 +56,7 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         origin,
         run_timeout_secs,
         requester_key,
-        requester_agent: _,
+        requester_agent,
         display_key,
         target_agent,
         model,
@@ -48,28 +65,8 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         v9,
         fork,
         expects_completion,
+        opts9,
     } = request;
-    // DECISIONS.md #5: at most maxActive running children per requester. The check and the
-    // registration below are one step for this store: concurrent spawns wait here, so each one
-    // counts the children registered before it.
-    let _gate = orch.subagents().spawn_gate.lock().await;
-    let (o, k) = (orch.clone(), requester_key.clone());
-    let active = blocking(move || subagents::running_count(&o, &k)).await?;
-    // 2026.9: the depth of the requester in the stored lineage, and maxChildrenPerAgent
-    let max_children = if v9 { cfg.subagents.max_children_per_agent } else { cfg.subagents.max_active };
-    let depth = if v9 {
-        let (e, k) = (orch.engine().clone(), requester_key.clone());
-        let depth = blocking(move || e.store().read(|db| db.spawn_depth(&k))).await?;
-        if let Some(text) = spawn9::depth_refusal(depth, cfg.subagents.max_spawn_depth) {
-            return Ok(refusal("forbidden", text));
-        }
-        if let Some(text) = spawn9::children_refusal(active, max_children) {
-            return Ok(refusal("forbidden", text));
-        }
-        depth
-    } else {
-        0
-    };
     if active >= u64::from(max_children) {
         return Ok(tool::too_many_children(active));
     }
@@ -97,6 +94,12 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         let role = if child_depth < cfg.subagents.max_spawn_depth { "orchestrator" } else { "leaf" };
         patch.insert("spawnDepth".into(), child_depth.into());
         patch.insert("subagentRole".into(), role.into());
+        if admitted.sandbox_required {
+            patch.insert("sandbox".into(), "required".into());
+        }
+        if opts9.completion_parent {
+            patch.insert("completionTarget".into(), "parent".into());
+        }
     }
     let (e, ck) = (orch.engine().clone(), child_key.clone());
     if let Err(err) = blocking(move || e.upsert_session(&Value::from(ck), &Value::Object(patch))).await {
@@ -104,6 +107,12 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
             return Err(err);
         }
         return Ok(tool::failed(&child_key, err.message()));
+    }
+    // 2026.9: a thread spawn without `context` forks (threadBindings.defaultSpawnContext)
+    let fork =
+        fork || (opts9.thread && opts9.context.is_none() && origin.channel.is_some() && orch.host().can_bind_thread());
+    if fork && target_agent != requester_agent {
+        return Ok(discard(orch, &child_key, tool::failed(&child_key, spawn9::FORK_SAME_AGENT)).await);
     }
     // 2026.9 `context: "fork"`: the child starts with a copy of the requester's transcript
     if fork {
@@ -125,26 +134,74 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
             return Ok(tool::failed(&child_key, err.message()));
         }
     }
+    // 2026.9 `thread: true`: the child is bound to a thread of the requester's channel
+    let bound = if opts9.thread {
+        let ask = spawn_v9::ThreadAsk {
+            opts9: &opts9,
+            origin: &origin,
+            requester_key: &requester_key,
+            target_agent: &target_agent,
+            label: label.as_ref(),
+            child_key: &child_key,
+        };
+        match spawn_v9::bind_thread(orch, ask).await? {
+            Ok(bound) => Some(bound),
+            Err(text) => return Ok(discard(orch, &child_key, tool::failed(&child_key, &text)).await),
+        }
+    } else {
+        None
+    };
+    // 2026.9 `attachments`: staged by the host, listed in the child's system prompt
+    let staged = if v9 {
+        let ask = spawn_v9::StageAsk {
+            opts9: &opts9,
+            child_key: &child_key,
+            target_agent: &target_agent,
+            sandboxed: spawn_v9::child_sandboxed(orch, &target_agent, &admitted),
+        };
+        match spawn_v9::stage_attachments(orch, ask).await? {
+            Ok(staged) => staged,
+            Err(refused) => return Ok(discard(orch, &child_key, refused).await),
+        }
+    } else {
+        None
+    };
+    let completion = match &bound {
+        Some(_) if opts9.session_mode => spawn9::CompletionMode::ThreadDirect,
+        _ if expects_completion => spawn9::CompletionMode::Announce,
+        _ => spawn9::CompletionMode::Quiet,
+    };
     // 12. the child's system prompt
-    let system_prompt = prompts::subagent_system_prompt(
+    let mut system_prompt = prompts::subagent_system_prompt(
         &task,
         label.as_deref(),
         ctx.agent_session_key.as_deref(),
         origin.channel.as_deref(),
         &child_key,
     );
+    if let Some(s) = &staged {
+        system_prompt = format!("{system_prompt}\n\n{}", s.prompt_suffix);
+    }
     // 13. the child's run, in the requester's chain
     let (e, r, run_id, k) = (orch.engine().clone(), orch.runs().clone(), ctx.run_id.clone(), requester_key.clone());
     let chain = blocking(move || r.chain_of(&e, run_id.as_deref(), Some(&k))).await?.unwrap_or_else(new_chain_id);
     let timeout_ms =
         if run_timeout_secs > 0 { run_timeout_secs } else { cfg.default_timeout_seconds }.saturating_mul(1000);
+    // 2026.9: a bound child runs on its thread (and delivers there itself in `session` mode)
+    let route =
+        bound.clone().unwrap_or_else(|| DeliveryContext { channel: origin.channel.clone(), ..Default::default() });
     let options = RunOptions {
         extra_system_prompt: Some(system_prompt),
-        channel: origin.channel.clone(),
+        deliver: completion == spawn9::CompletionMode::ThreadDirect,
+        channel: route.channel,
+        to: route.to,
+        account_id: route.account_id,
+        thread_id: subagents::thread_text(&route.thread_id),
         model: model.clone(),
         thinking,
         label: label.clone(),
         spawned_by: Some(requester_key.clone()),
+        light_context: opts9.light_context,
         ..RunOptions::new(Lane::Subagent, timeout_ms, chain)
     };
     let spec = RunSpec {
@@ -166,14 +223,16 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     };
     let run_id = match refused {
         Ok(run_id) => run_id,
-        Err(text) => {
-            // refused: the child entry written above goes again
-            let (e, ck) = (orch.engine().clone(), child_key.clone());
-            let _ = blocking(move || e.delete_session(&Value::from(ck), &json!({"deleteTranscript": true}))).await;
-            return Ok(refusal("forbidden", text));
-        }
+        // refused: the child entry written above goes again
+        Err(text) => return Ok(discard(orch, &child_key, refusal("forbidden", text)).await),
     };
+    // 2026.9: the turn that spawned the child (a yield of that turn claims it)
+    if let (true, Some(turn)) = (v9, ctx.run_id.clone()) {
+        let (e, r) = (orch.engine().clone(), run_id.clone());
+        blocking(move || e.store().write(|db| db.record_spawn_turn(&r, &turn))).await?;
+    }
     // 14. register
+    let requester_key_view = requester_key.clone();
     let now = entry::now_ms();
     let record = subagents::SubagentRun {
         run_id: run_id.clone(),
@@ -189,8 +248,9 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         ended_at: None,
         outcome: None,
         announce: subagents::AnnounceState {
-            // 2026.9 `expectsCompletionMessage: false`: nothing is handed over
-            status: if expects_completion { "pending" } else { "skipped" }.into(),
+            // 2026.9 `expectsCompletionMessage: false` (or a child that answers on its own
+            // thread): nothing is handed over
+            status: if completion == spawn9::CompletionMode::Announce { "pending" } else { "skipped" }.into(),
             attempts: 0,
             idempotency_key: uuid::Uuid::new_v4().to_string(),
         },
@@ -201,17 +261,29 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     // 15.
     if v9 {
         let resolved = model.as_deref().and_then(|m| cfg.models.resolve(m)).map(|r| (r.model, r.provider));
-        return Ok(tool::accepted_2026_9(
+        let cron = crate::keys::key_kind(&requester_key_view) == crate::keys::SessionKind::Cron;
+        return Ok(tool::accepted_2026_9(tool::Accepted9 {
             child_key,
             run_id,
+            mode: opts9.mode(),
+            expects_completion: completion == spawn9::CompletionMode::Announce,
+            completion_parent: opts9.completion_parent,
             fork,
-            expects_completion,
             task_name,
+            note: spawn9::accepted_note(&opts9, completion, cron),
             resolved,
-            model.is_some(),
-        ));
+            model_applied: model.is_some(),
+            attachments: staged.map(|s| s.receipt),
+        }));
     }
     Ok(tool::accepted(child_key, run_id, model.is_some()))
+}
+
+/// A refused spawn: the child entry already written goes again; `payload` is the answer.
+async fn discard(orch: &Arc<Orchestrator>, child_key: &str, payload: Value) -> Value {
+    let (e, ck) = (orch.engine().clone(), child_key.to_owned());
+    let _ = blocking(move || e.delete_session(&Value::from(ck), &json!({"deleteTranscript": true}))).await;
+    payload
 }
 
 #[cfg(test)]
@@ -221,3 +293,7 @@ mod tests;
 #[cfg(test)]
 #[path = "spawn9_tests.rs"]
 mod tests9;
+
+#[cfg(test)]
+#[path = "spawn9_opts_tests.rs"]
+mod tests9_opts;

@@ -100,7 +100,7 @@ async fn the_target_agent_follows_the_2026_9_allow_agents_fallback() {
     assert_eq!(spawn(&o, json!({"task": "t", "agentId": "ops"}), main_ctx()).await["status"], "accepted");
     assert_eq!(
         spawn(&o, json!({"task": "t", "agentId": "qa"}), main_ctx()).await,
-        json!({"status": "forbidden", "error": "agentId is not allowed for sessions_spawn (allowed: ops)"})
+        json!({"status": "forbidden", "error": "agentId is not allowed for sessions_spawn (allowed: ops)", "role": "qa"})
     );
     o.close().await;
 }
@@ -175,7 +175,7 @@ async fn a_child_that_expects_no_completion_ends_cleaned_up_without_a_handoff() 
     let o = open9(json!({}), host.clone()).await;
     let out = spawn(&o, json!({"task": "fire and forget", "expectsCompletionMessage": false}), main_ctx()).await;
     assert_eq!(out["expectsCompletionMessage"], false);
-    assert!(out.get("note").is_none(), "no completion note");
+    assert_eq!(out["note"], spawn9::COMPLETION_NOTE_QUIET, "the quiet note");
     let run = str_of(&out, "runId");
     crate::orchestrate::subagents::testkit::until("cleaned up", || {
         crate::orchestrate::subagents::testkit::record(&o, &run).is_some_and(|r| r.cleanup_completed_at.is_some())

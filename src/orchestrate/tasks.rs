@@ -231,8 +231,8 @@ fn controller(db: &Db<'_>, key: &str, max_depth: u32) -> Result<Controller> {
     Ok(Controller { key: key.to_owned(), is_subagent, leaf })
 }
 
-/// A task as the tool shows it (2026.9 `mapTask`; `execution` is not reported).
-pub fn task_view(t: &TaskRow) -> Value {
+/// A task as the tool shows it (2026.9 `mapTask`), with its `execution` when known.
+pub fn task_view(t: &TaskRow, execution: Option<&Value>) -> Value {
     let status = match t.status.as_str() {
         "succeeded" if t.terminal_outcome.as_deref() == Some("blocked") => "blocked",
         "succeeded" => "completed",
@@ -244,6 +244,9 @@ pub fn task_view(t: &TaskRow) -> Value {
     m.insert("taskId".into(), t.task_id.clone().into());
     m.insert("runtime".into(), t.runtime.clone().into());
     m.insert("deliveryStatus".into(), t.delivery_status.clone().unwrap_or_else(|| "not_applicable".into()).into());
+    if let Some(x) = execution {
+        m.insert("execution".into(), x.clone());
+    }
     m.insert("status".into(), status.into());
     let mut opt = |k: &str, v: &Option<String>| {
         if let Some(s) = v.as_deref().filter(|s| !s.is_empty()) {
@@ -376,6 +379,16 @@ async fn read_tree(orch: &Orchestrator, caller: &str) -> Result<(Controller, Vec
     .await
 }
 
+/// The tasks as the tool shows them, each with its `execution`.
+async fn views(orch: &Orchestrator, tasks: &[&TaskRow]) -> Result<Vec<Value>> {
+    let (e, owned): (_, Vec<TaskRow>) = (orch.engine().clone(), tasks.iter().map(|t| (*t).clone()).collect());
+    blocking(move || {
+        e.store()
+            .read(|db| owned.iter().map(|t| Ok(task_view(t, Some(&super::task_exec::execution(db, t)?)))).collect())
+    })
+    .await
+}
+
 async fn list(orch: &Orchestrator, caller: &str, minutes: i64) -> Result<Value> {
     let (c, tasks) = read_tree(orch, caller).await?;
     let now = entry::now_ms();
@@ -394,7 +407,7 @@ async fn list(orch: &Orchestrator, caller: &str, minutes: i64) -> Result<Value> 
         "callerIsSubagent": c.is_subagent,
         "total": view.total,
         "taskTotal": shown.len(),
-        "tasks": shown.iter().map(|t| task_view(t)).collect::<Vec<_>>(),
+        "tasks": views(orch, &shown).await?,
         "active": view.active,
         "recent": view.recent,
         "text": view.text,
@@ -429,7 +442,7 @@ async fn wait(orch: &Orchestrator, caller: &str, ids: Vec<String>, timeout: Dura
                 "status": "ok",
                 "action": "wait",
                 "reason": reason.unwrap_or("timeout"),
-                "tasks": selected.iter().map(|t| task_view(t)).collect::<Vec<_>>(),
+                "tasks": views(orch, &selected).await?,
                 "completed": completed,
                 "attention": attention,
             });

@@ -439,3 +439,35 @@ async fn tasks_imported_from_a_2026_9_folder_keep_their_ids_in_the_live_ledger()
     assert_eq!(o.engine().store().read(|db| db.task_run_by_run_id("run-live")).unwrap().unwrap().task_id, "imp-2");
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_reports_its_execution_running_waiting_on_its_children_then_finished() {
+    let (host, gate) = gated_host();
+    let o = open(json!({}), host).await;
+    let child = spawn(&o, json!({"task": "orchestrate", "label": "lead"}), main_ctx()).await;
+    let (child_run, child_key) = (str_of(&child, "runId"), str_of(&child, "childSessionKey"));
+    let list = tool(&o, json!({}), main_ctx()).await;
+    let keys: Vec<&String> = task_of_run(&list, &child_run, &o).as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["taskId", "runtime", "deliveryStatus", "execution", "status", "label"]);
+    assert_eq!(task_of_run(&list, &child_run, &o)["execution"], json!({"state": "running"}));
+    // the child spawns a grandchild and yields on it while its own run is still live
+    let child_ctx = json!({"agentSessionKey": child_key});
+    let grand = spawn(&o, json!({"task": "dig", "label": "digger"}), child_ctx.clone()).await;
+    let y = o.tool(crate::tools::Tool::SessionsYield, json!({}), child_ctx, false).await.unwrap();
+    assert_eq!(y["status"], "yielded");
+    let list = tool(&o, json!({}), main_ctx()).await;
+    assert_eq!(
+        task_of_run(&list, &child_run, &o)["execution"],
+        json!({"state": "waiting", "wait": {"kind": "children", "pendingCount": 1, "dependencies": [
+            {"runId": str_of(&grand, "runId"), "sessionKey": str_of(&grand, "childSessionKey"), "label": "digger"}]}})
+    );
+    gate.send(true).unwrap();
+    until("the child finished", || record(&o, &child_run).is_some_and(|r| r.ended_at.is_some())).await;
+    until("its task is terminal", || {
+        o.engine().store().read(|db| db.task_run_by_run_id(&child_run)).unwrap().is_some_and(|t| t.status != "running")
+    })
+    .await;
+    let list = tool(&o, json!({}), main_ctx()).await;
+    assert_eq!(task_of_run(&list, &child_run, &o)["execution"], json!({"state": "finished"}));
+    o.close().await;
+}

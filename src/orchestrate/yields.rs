@@ -3,7 +3,9 @@
 //! delivered.
 //!
 //! A yield is a row in `yields` (it survives a restart) that *claims* the requester's children
-//! whose completion has not reached it yet and that no earlier open yield claimed. The tool
+//! whose completion has not reached it yet, that the yielding turn spawned (`spawn_turns`, by
+//! `ctx.runId`; every child when the turn gives none) and that no earlier open yield claimed;
+//! the children of other turns make it `already_pending`. The tool
 //! answers `yielded` and the host ends the turn. Each child's completion is still delivered to
 //! the requester on its own (the requester is woken while it is yielded). When none of the
 //! claimed children is undelivered any more, [`check`] moves the yield to `resuming` and starts
@@ -170,10 +172,24 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext, ct
             let undelivered = db.undelivered_children(&k)?;
             let open = db.open_yields_of(&k)?;
             let taken: HashSet<&String> = open.iter().flat_map(|y| y.children.iter()).collect();
+            // a turn claims the children it spawned itself (all of them without a turn id)
+            let (mut own, mut others) = (Vec::new(), Vec::new());
+            for c in undelivered {
+                let mine = match &turn {
+                    Some(t) => db.spawn_turn(&c.run_id)?.as_deref() == Some(t.as_str()),
+                    None => true,
+                };
+                if mine {
+                    own.push(c);
+                } else {
+                    others.push(c);
+                }
+            }
             let fresh: Vec<String> =
-                undelivered.iter().filter(|c| !taken.contains(&c.run_id)).map(|c| c.run_id.clone()).collect();
+                own.iter().filter(|c| !taken.contains(&c.run_id)).map(|c| c.run_id.clone()).collect();
             if fresh.is_empty() && !wait_message {
-                let views = views(db, &undelivered, &taken)?;
+                let pending = if turn.is_some() { others } else { own };
+                let views = views(db, &pending, &taken)?;
                 return Ok(Err(views));
             }
             let row = YieldRow {

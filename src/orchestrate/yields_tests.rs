@@ -209,3 +209,35 @@ async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_at(db: &s
     until("resumed", || yields_of(&second, "agent:main:main").is_empty()).await;
     second.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_claims_only_the_children_it_spawned() {
+    let (host, _gate) = gated_host();
+    let o = open(json!({}), host).await;
+    let turn = |id: &str| {
+        let mut c = main_ctx();
+        c["runId"] = json!(id);
+        c
+    };
+    let a = spawn(&o, json!({"task": "first", "label": "one"}), turn("turn-a")).await;
+    let b = spawn(&o, json!({"task": "second"}), turn("turn-b")).await;
+    assert_eq!(yield_(&o, json!({}), turn("turn-b")).await, json!({"status": "yielded"}));
+    assert_eq!(
+        yields_of(&o, "agent:main:main")[0].children,
+        vec![str_of(&b, "runId")],
+        "turn b claims its own child only"
+    );
+    // a turn that spawned nothing owns no claim: the others' children are already pending
+    let pending = yield_(&o, json!({}), turn("turn-c")).await;
+    assert_eq!(pending["status"], "already_pending");
+    let listed: Vec<&str> =
+        pending["pendingChildren"].as_array().unwrap().iter().filter_map(|c| c["runId"].as_str()).collect();
+    assert_eq!(listed, [str_of(&a, "runId"), str_of(&b, "runId")]);
+    assert!(pending["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("An earlier turn of this session already yielded for 2 child sessions"));
+    assert_eq!(yield_(&o, json!({}), turn("turn-a")).await, json!({"status": "yielded"}));
+    assert_eq!(yields_of(&o, "agent:main:main").len(), 2);
+    o.close().await;
+}

@@ -21,12 +21,14 @@ pub mod pg;
 pub mod runs;
 mod schema;
 pub mod sessions;
+pub mod spawn_turns;
 pub mod subagents;
 pub mod tasks;
 pub mod tasks9;
 pub mod transcripts;
 mod value;
 mod wal;
+pub mod watches;
 pub mod windows;
 pub mod yields;
 

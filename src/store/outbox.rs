@@ -1,7 +1,9 @@
 //! The outbox (DECISIONS.md #2): every announce is a row before it is attempted. A row is
 //! claimed by one owner at a time: the claim holds while the claimant's lease in `owners` has
-//! not expired (API.md §1.7), the claim and its check are one write transaction; a row keeps one
-//! idempotency key for all of its tries.
+//! not expired (API.md §1.7), the claim and its check are one write transaction (on PostgreSQL
+//! the claimed rows are also locked, skipping rows another transaction holds); a row keeps one
+//! idempotency key for all of its tries. On PostgreSQL recording a row notifies the other stores
+//! on the schema (`pg::listen`). This module never decides when an item is attempted.
 
 use serde_json::Value;
 

@@ -217,7 +217,32 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS yields_by_session ON yields (session_key, status);
     CREATE INDEX IF NOT EXISTS yields_open ON yields (status) WHERE status <> 'resumed';
     "#,
-    // 10 (perf, issue 17): the read-id check of appends looks ids up in `messages_by_entry_id`
+    // 10 (orch9b, issue 14): 2026.9 `sessions_send` `watch`: who watches which session, and a
+    // per-session sequence of the changes watchers are told about; the turn that spawned each
+    // sub-agent run (`sessions_yield` claims per turn).
+    r#"
+    CREATE TABLE IF NOT EXISTS session_watches (
+        watcher_key   TEXT NOT NULL,                 -- canonical key of the watching session
+        target_key    TEXT NOT NULL,                 -- canonical key of the watched session
+        last_seen_seq INTEGER NOT NULL,              -- the change the watcher has caught up to
+        notified_seq  INTEGER NOT NULL,              -- the change its pending notice stands at
+        material_seq  INTEGER NOT NULL,              -- the latest change it was told about
+        updated_at    INTEGER NOT NULL,
+        PRIMARY KEY (watcher_key, target_key)
+    );
+    CREATE INDEX IF NOT EXISTS session_watches_by_target ON session_watches (target_key);
+    CREATE TABLE IF NOT EXISTS session_state_heads (
+        session_key TEXT PRIMARY KEY NOT NULL,
+        last_seq    INTEGER NOT NULL,                -- the session's latest watched change
+        updated_at  INTEGER NOT NULL
+    );
+    -- the requester turn (ctx.runId) that spawned a sub-agent run: a yield claims its own turn's
+    CREATE TABLE IF NOT EXISTS spawn_turns (
+        run_id      TEXT PRIMARY KEY NOT NULL,       -- the child's run
+        turn_run_id TEXT NOT NULL
+    );
+    "#,
+    // 11 (perf, issue 17): the read-id check of appends looks ids up in `messages_by_entry_id`
     // (and checks the envelope on the row), so the second index on (session_id, entry_id) that
     // every imported message paid for goes. It touches only that index.
     r#"

@@ -179,7 +179,7 @@ impl Db<'_> {
         let (mut seq, mut prev) = self.last_entry(session_id)?;
         // On SQLite each generated id is looked up among the read ones (two index probes), which
         // is cheaper than a second index on every imported message that only tells whether there
-        // are any (issue 17, migration 10); on PostgreSQL, where each lookup is a round trip, one
+        // are any (issue 17, migration 11); on PostgreSQL, where each lookup is a round trip, one
         // look first.
         let check = entries.iter().any(|e| e.id.is_none())
             && (self.dialect() == Dialect::Sqlite || self.has_read_entries(session_id)?);

@@ -9,6 +9,8 @@
 //! sent: every refusal is a payload.
 
 pub mod agents;
+pub mod attach9;
+pub mod bytes9;
 pub mod history;
 pub mod list;
 pub mod send;

@@ -12,6 +12,12 @@ use crate::error::{Error, Result};
 pub const MESSAGE_ALIASES: [&str; 3] = ["SendMessage", "content", "text"];
 pub const BAD_MODE: &str = "mode must be notify, steer, followup, or resume";
 pub const RESUME_NEEDS_CALLER: &str = "Task resume requires an admitted parent tool caller.";
+/// A resume whose target has no live, unarchived session entry.
+pub const RESUME_NEEDS_CHILD: &str = "Task resume requires the existing, unarchived native child session.";
+/// A resume whose target has no session id yet.
+pub const RESUME_NEEDS_SESSION: &str = "Task resume requires an existing child session.";
+/// A resume whose target is not a child paused in its own `sessions_yield`.
+pub const RESUME_NEEDS_PAUSED: &str = "Task resume requires a currently paused native child; inspect subagents first.";
 pub const RESUME_ADMISSION_ONLY: &str = "mode=resume returns admission only; omit watch and timeoutSeconds or set timeoutSeconds=0. The task owner delivers completion.";
 pub const SELF_TARGET: &str = "sessions_send cannot target the calling session; use your own reply instead";
 pub const THREAD_TARGET: &str =
@@ -64,6 +70,8 @@ pub struct Params9 {
     pub watch: bool,
     /// 0 for `steer` and `resume`; default 30
     pub timeout_seconds: u64,
+    /// `mode: "resume"` with `watch` or a positive `timeoutSeconds` (refused after the caller check)
+    pub resume_waits: bool,
 }
 
 /// Reads them: a blank `message` takes the first non-blank alias; `message required` and a bad
@@ -83,14 +91,48 @@ pub fn read(params: &Value) -> Result<Params9> {
     };
     let watch = params.get("watch") == Some(&Value::Bool(true));
     let timeout = timeout_param(params)?;
-    if mode == Some(Mode::Resume) && (watch || timeout.unwrap_or(0) > 0) {
-        return Err(Error::invalid_request(RESUME_ADMISSION_ONLY));
-    }
     let timeout_seconds = match mode {
         Some(Mode::Steer | Mode::Resume) => 0,
         _ => timeout.unwrap_or(30),
     };
-    Ok(Params9 { message, mode, watch, timeout_seconds })
+    let resume_waits = mode == Some(Mode::Resume) && (watch || timeout.unwrap_or(0) > 0);
+    Ok(Params9 { message, mode, watch, timeout_seconds, resume_waits })
+}
+
+/// `mode: "resume"` refusals in 2026.9's order: no caller (`forbidden`), then a watched or
+/// waited resume (thrown).
+pub fn check_resume(p: &Params9, has_caller: bool) -> Result<Option<Value>> {
+    if p.mode != Some(Mode::Resume) {
+        return Ok(None);
+    }
+    if !has_caller {
+        return Ok(Some(refused("forbidden", RESUME_NEEDS_CALLER, None)));
+    }
+    if p.resume_waits {
+        return Err(Error::invalid_request(RESUME_ADMISSION_ONLY));
+    }
+    Ok(None)
+}
+
+/// What a resume finds of its target's session.
+pub fn resume_refusal(entry: Option<&crate::entry::Entry>) -> &'static str {
+    match entry {
+        None => RESUME_NEEDS_CHILD,
+        Some(e) if e.get("archivedAt").is_some_and(|v| !v.is_null()) => RESUME_NEEDS_CHILD,
+        Some(e) if crate::entry::str_field(e, "sessionId").is_none() => RESUME_NEEDS_SESSION,
+        // this engine never pauses a child run: nothing is resumable
+        Some(_) => RESUME_NEEDS_PAUSED,
+    }
+}
+
+/// A failed resume: `{status: error, runId, sessionKey, error}`.
+pub fn resume_failed(session_key: &str, error: &str) -> Value {
+    let mut m = Map::new();
+    m.insert("status".into(), "error".into());
+    m.insert("runId".into(), uuid::Uuid::new_v4().to_string().into());
+    m.insert("sessionKey".into(), session_key.into());
+    m.insert("error".into(), error.into());
+    Value::Object(m)
 }
 
 /// `timeoutSeconds` (or `timeout_seconds`): a non-negative integer (a numeric string counts).

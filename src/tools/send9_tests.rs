@@ -26,8 +26,12 @@ fn mode_and_timeout_follow_the_gateways_rules() {
         json!({"message": "m", "mode": "resume", "watch": true}),
         json!({"message": "m", "mode": "resume", "timeoutSeconds": 5}),
     ] {
-        assert_eq!(msg(read(&bad).unwrap_err()), RESUME_ADMISSION_ONLY);
+        let p = read(&bad).unwrap();
+        assert_eq!(check_resume(&p, false).unwrap().unwrap()["error"], RESUME_NEEDS_CALLER, "the caller first");
+        assert_eq!(msg(check_resume(&p, true).unwrap_err()), RESUME_ADMISSION_ONLY);
     }
+    let fine = read(&json!({"message": "m", "mode": "resume", "timeoutSeconds": 0})).unwrap();
+    assert_eq!(check_resume(&fine, true).unwrap(), None);
     assert_eq!(read(&json!({"message": "m", "timeoutSeconds": "0"})).unwrap().timeout_seconds, 0);
     assert!(read(&json!({"message": "m", "watch": true})).unwrap().watch);
     assert_eq!(

@@ -42,6 +42,8 @@ pub struct SpawnRequest {
     pub fork: bool,
     /// 2026.9 `expectsCompletionMessage` (default true): false = no completion handoff
     pub expects_completion: bool,
+    /// the other 2026.9 options (defaults under 2026.1)
+    pub opts9: super::spawn9::Options,
 }
 
 /// §6.1 steps 1–10 but 8: what the call asks for, and the refusals the config decides.
@@ -59,9 +61,16 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
     } else {
         None
     };
+    let expects_completion = !v9 || params.get("expectsCompletionMessage") != Some(&Value::Bool(false));
+    let opts9 = if v9 {
+        super::spawn9::options(params, expects_completion).map_err(|text| Refusal::Payload(refusal("error", text)))?
+    } else {
+        super::spawn9::Options::default()
+    };
     let label = read_string(params, "label");
+    // 2026.9: a persistent (`session`) child is always kept
     let cleanup = match params.get("cleanup").and_then(Value::as_str).map(str::trim) {
-        Some("delete") => "delete",
+        Some("delete") if !opts9.session_mode => "delete",
         _ => "keep",
     };
     // 2. the requester's route
@@ -149,42 +158,61 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
         task_name,
         v9,
         fork,
-        expects_completion: !v9 || params.get("expectsCompletionMessage") != Some(&Value::Bool(false)),
+        expects_completion,
+        opts9,
     })
 }
 
+/// What an accepted 2026.9 spawn reports.
+pub struct Accepted9 {
+    pub child_key: String,
+    pub run_id: String,
+    /// `run` or `session`
+    pub mode: &'static str,
+    /// whether a completion handoff will come (false for quiet and thread-direct children)
+    pub expects_completion: bool,
+    pub completion_parent: bool,
+    pub fork: bool,
+    pub task_name: Option<String>,
+    pub note: Option<String>,
+    /// model and provider of the `model` given
+    pub resolved: Option<(String, Option<String>)>,
+    pub model_applied: bool,
+    /// the staged attachments' receipt
+    pub attachments: Option<Value>,
+}
+
 /// 2026.9's `{status: "accepted", childSessionKey, runId, mode, expectsCompletionMessage,
-/// context, taskName?, note, resolvedModel?, resolvedProvider?, modelApplied?}`.
-pub fn accepted_2026_9(
-    child_key: String,
-    run_id: String,
-    fork: bool,
-    expects_completion: bool,
-    task_name: Option<String>,
-    resolved: Option<(String, Option<String>)>,
-    model_applied: bool,
-) -> Value {
+/// completionTarget?, context, taskName?, note?, resolvedModel?, resolvedProvider?,
+/// modelApplied?, attachments?}`.
+pub fn accepted_2026_9(a: Accepted9) -> Value {
     let mut out = serde_json::Map::new();
     out.insert("status".into(), "accepted".into());
-    out.insert("childSessionKey".into(), child_key.into());
-    out.insert("runId".into(), run_id.into());
-    out.insert("mode".into(), "run".into());
-    out.insert("expectsCompletionMessage".into(), expects_completion.into());
-    out.insert("context".into(), if fork { "fork" } else { "isolated" }.into());
-    if let Some(t) = task_name {
+    out.insert("childSessionKey".into(), a.child_key.into());
+    out.insert("runId".into(), a.run_id.into());
+    out.insert("mode".into(), a.mode.into());
+    out.insert("expectsCompletionMessage".into(), a.expects_completion.into());
+    if a.completion_parent {
+        out.insert("completionTarget".into(), "parent".into());
+    }
+    out.insert("context".into(), if a.fork { "fork" } else { "isolated" }.into());
+    if let Some(t) = a.task_name {
         out.insert("taskName".into(), t.into());
     }
-    if expects_completion {
-        out.insert("note".into(), super::spawn9::COMPLETION_NOTE.into());
+    if let Some(note) = a.note {
+        out.insert("note".into(), note.into());
     }
-    if let Some((model, provider)) = resolved {
+    if let Some((model, provider)) = a.resolved {
         out.insert("resolvedModel".into(), model.into());
         if let Some(p) = provider {
             out.insert("resolvedProvider".into(), p.into());
         }
     }
-    if model_applied {
+    if a.model_applied {
         out.insert("modelApplied".into(), true.into());
+    }
+    if let Some(receipt) = a.attachments {
+        out.insert("attachments".into(), receipt);
     }
     Value::Object(out)
 }

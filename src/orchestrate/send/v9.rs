@@ -2,9 +2,10 @@
 //! `tools::send9`, the target as for 2026.1 (or an agent's main session, created on demand), the
 //! 2026.9 refusals (thread sessions, the calling session when waiting), the modes (`notify`
 //! queues the annotated message on the target's transcript for its next turn, `steer` goes
-//! through the host's `steer`, `followup`/default start a run, `resume` needs a caller identity
-//! this engine does not have), every result with a `runId`, `accepted` instead of `timeout` for
-//! a wait that ran out while the run goes on, and the reply flow by reply mode: none for a
+//! through the host's `steer`, `followup`/default start a run, `resume` is refused with the
+//! gateway's texts: this engine never pauses a child run, so nothing is resumable), every result with a `runId`, `accepted` instead of `timeout` for
+//! a wait that ran out while the run goes on, `watched` (the requester watches the target,
+//! `orchestrate::watch`), and the reply flow by reply mode: none for a
 //! sub-agent requester, `one-way` (the reply handed once to the requester) for a sub-agent
 //! target, else the peer ping-pong and announce of [`Flow`].
 
@@ -21,6 +22,7 @@ use crate::orchestrate::prompts9;
 use crate::orchestrate::runs::{Provenance, RunSpec, RunStatus};
 use crate::orchestrate::state::Orchestrator;
 use crate::orchestrate::task::{blocking, new_chain_id};
+use crate::orchestrate::watch;
 use crate::tools::send::{chain_limit_text, Timing, SEND_BLOCKED};
 use crate::tools::send9::{self, Mode, Provenance9};
 use crate::tools::{read_string, ToolContext};
@@ -38,8 +40,9 @@ enum ReplyMode {
 
 pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) -> Result<Value> {
     let p = send9::read(params)?;
-    if p.mode == Some(Mode::Resume) {
-        return Ok(send9::refused("forbidden", send9::RESUME_NEEDS_CALLER, None));
+    // `resume`: the caller is the calling session (`ctx.agentSessionKey`)
+    if let Some(refused) = send9::check_resume(&p, ctx.agent_session_key.is_some())? {
+        return Ok(refused);
     }
     let engine = orch.engine().clone();
     let cfg = engine.config();
@@ -73,9 +76,12 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         return Ok(send9::refused("error", send9::THREAD_TARGET, Some(&display)));
     }
     let (e, k) = (engine.clone(), target.key.clone());
-    let exists = blocking(move || e.get_session(&Value::from(k))).await?.is_some();
-    if !exists && matches!(p.mode, Some(Mode::Notify | Mode::Steer)) {
+    let target_entry = blocking(move || e.get_session(&Value::from(k))).await?;
+    if target_entry.is_none() && matches!(p.mode, Some(Mode::Notify | Mode::Steer | Mode::Resume)) {
         return Ok(send9::refused("error", send9::MISSING_SESSION, Some(&display)));
+    }
+    if p.mode == Some(Mode::Resume) {
+        return Ok(send9::resume_failed(&display, send9::resume_refusal(target_entry.as_ref())));
     }
 
     let requester_key = target.requester.key.clone();
@@ -95,8 +101,11 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         source_tool: "sessions_send",
     };
     let annotated = send9::annotate(&p.message, &provenance);
-    // this engine has no session-state watcher: a requested watch is reported as not registered
-    let watched = p.watch.then_some(false);
+    // `watch`: registered once the message is accepted
+    let watch = |target_key: String| {
+        let (o, rk) = (orch.clone(), requester_key.clone());
+        async move { watch::register(&o, p.watch, rk.as_deref(), &target_key).await }
+    };
 
     match p.mode {
         Some(Mode::Notify) => {
@@ -119,6 +128,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
             let steered =
                 orch.host().can_steer() && matches!(orch.host().steer(target.key.clone(), annotated).await, Ok(true));
             return Ok(if steered {
+                let watched = watch(target.key.clone()).await?;
                 send9::accepted(&run_id, &display, true, send9::delivery(false), watched)
             } else {
                 json!({"runId": run_id, "status": "error", "error": send9::NO_ACTIVE_RUN, "sessionKey": display})
@@ -153,6 +163,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         }
         Started::Blocked => return Ok(send9::refused("error", SEND_BLOCKED, Some(&display))),
     };
+    let watched = watch(target.key.clone()).await?;
     let flow = Flow {
         orch: orch.clone(),
         target_key: target.key.clone(),

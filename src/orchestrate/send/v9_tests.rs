@@ -68,7 +68,7 @@ async fn no_reply_error_and_fire_and_forget_have_their_2026_9_shapes() {
     let fire = send(&o, json!({"sessionKey": DEV, "message": "hi", "timeoutSeconds": 0, "watch": true}), ctx()).await;
     assert_eq!(keys(&fire), ["runId", "status", "sessionKey", "targetDisposition", "delivery", "watched"]);
     assert_eq!((fire["status"].as_str(), fire["targetDisposition"].as_str()), (Some("accepted"), Some("queued")));
-    assert_eq!(fire["watched"], false);
+    assert_eq!(fire["watched"], true, "the requester now watches the target");
     o.close().await;
 
     let failing = Arc::new(FakeHost::new(|_| Box::pin(async { Err("model exploded".to_owned()) })));
@@ -110,8 +110,28 @@ async fn the_2026_9_refusals_have_their_texts() {
     let thread = send(&o, json!({"sessionKey": "agent:main:discord:channel:1:thread:2", "message": "t"}), ctx()).await;
     assert_eq!(err(&thread), send9::THREAD_TARGET);
     assert!(thread["runId"].is_string());
-    let resume = send(&o, json!({"sessionKey": DEV, "message": "r", "mode": "resume"}), ctx()).await;
+    let resume = send(&o, json!({"sessionKey": DEV, "message": "r", "mode": "resume"}), json!({})).await;
     assert_eq!((resume["status"].as_str(), err(&resume)), (Some("forbidden"), send9::RESUME_NEEDS_CALLER.to_owned()));
+    let missing = send(&o, json!({"sessionKey": DEV, "message": "r", "mode": "resume"}), ctx()).await;
+    assert_eq!(err(&missing), send9::MISSING_SESSION);
+    o.engine().upsert_session(&json!(DEV), &json!({})).unwrap();
+    let not_paused = send(&o, json!({"sessionKey": DEV, "message": "r", "mode": "resume"}), ctx()).await;
+    assert_eq!(
+        (not_paused["status"].as_str(), err(&not_paused), not_paused["sessionKey"].as_str()),
+        (Some("error"), send9::RESUME_NEEDS_PAUSED.to_owned(), Some(DEV))
+    );
+    o.engine().upsert_session(&json!(DEV), &json!({"archivedAt": 5})).unwrap();
+    let archived = send(&o, json!({"sessionKey": DEV, "message": "r", "mode": "resume"}), ctx()).await;
+    assert_eq!(err(&archived), send9::RESUME_NEEDS_CHILD);
+    let waited = o
+        .tool(
+            Tool::SessionsSend,
+            json!({"sessionKey": DEV, "message": "r", "mode": "resume", "watch": true}),
+            ctx(),
+            false,
+        )
+        .await;
+    assert_eq!(err(&waited.unwrap()), send9::RESUME_ADMISSION_ONLY);
     assert_eq!(
         err(&send(&o, json!({"agentId": "ghost", "message": "m"}), ctx()).await),
         "Agent \"ghost\" not found. Run openclaw agents list to see configured agents."

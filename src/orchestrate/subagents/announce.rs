@@ -60,6 +60,8 @@ fn handoff_2026_9(rec: &SubagentRun, entry: &Entry, found: Option<String>) -> St
         _ => None,
     };
     let requester_is_subagent = crate::keys::is_subagent_key(&rec.requester_session_key);
+    // `completionTarget: "parent"`: a private turn, without the stats line
+    let private = is_private(entry);
     completion9::handoff_text(&Handoff {
         child_session_key: rec.child_session_key.clone(),
         child_session_id: entry::str_field(entry, "sessionId").map(str::to_owned),
@@ -72,9 +74,28 @@ fn handoff_2026_9(rec: &SubagentRun, entry: &Entry, found: Option<String>) -> St
         }),
         status_label: completion9::status_label(status, error),
         result: found,
-        stats_line: Some(completion9::stats_line(runtime, num("inputTokens"), num("outputTokens"))),
-        reply_instruction: completion9::reply_instruction(requester_is_subagent, true),
+        stats_line: (!private).then(|| completion9::stats_line(runtime, num("inputTokens"), num("outputTokens"))),
+        reply_instruction: if private {
+            completion9::private_instruction()
+        } else {
+            completion9::reply_instruction(requester_is_subagent, true)
+        },
     })
+}
+
+/// A child spawned with 2026.9 `completionTarget: "parent"` (its entry says so).
+fn is_private(child_entry: &Entry) -> bool {
+    child_entry.get("completionTarget").and_then(Value::as_str) == Some("parent")
+}
+
+/// Whether the child's result goes to a private requester turn.
+async fn private_completion(orch: &Orchestrator, rec: &SubagentRun) -> Result<bool> {
+    if orch.engine().config().contract != crate::contract::Contract::V2026_9 {
+        return Ok(false);
+    }
+    let (e, child) = (orch.engine().clone(), rec.child_session_key.clone());
+    let entry = blocking(move || e.get_session(&Value::from(child))).await?;
+    Ok(entry.as_ref().is_some_and(is_private))
 }
 
 /// Owned stats inputs, borrowed by [`RunStats`].
@@ -158,6 +179,12 @@ pub async fn attempt_announce(orch: &Arc<Orchestrator>, row: OutboxRow) -> Attem
 pub(super) async fn announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) -> Result<Attempt> {
     let trigger = build_trigger(orch, rec).await?;
     let requester = rec.requester_session_key.clone();
+    if private_completion(orch, rec).await? {
+        let (chain, key) = (chain_of(orch, &rec.run_id).await, rec.announce.idempotency_key.clone());
+        let run = start_private_run(orch, &requester, trigger, &rec.child_session_key, chain, Some(key.clone()))?;
+        lock(&orch.subagents().announce_runs).insert(key.clone(), run.clone());
+        return Ok(await_announce_run(orch, &[key], &run).await);
+    }
     let e = orch.engine().clone();
     let k = requester.clone();
     let entry = blocking(move || e.get_session(&Value::from(k))).await?;

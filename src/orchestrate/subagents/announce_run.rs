@@ -31,6 +31,32 @@ pub(super) fn start_announce_run(
         thread_id: thread_text(&route.thread_id),
         ..RunOptions::new(Lane::Announce, cfg.default_timeout_seconds.saturating_mul(1000), chain)
     };
+    start_on_requester(orch, requester, message, options, child_key, key)
+}
+
+/// 2026.9 `completionTarget: "parent"`: the handoff is a private requester turn, delivered to
+/// no channel.
+pub(super) fn start_private_run(
+    orch: &Orchestrator,
+    requester: &str,
+    message: String,
+    child_key: &str,
+    chain: String,
+    key: Option<String>,
+) -> Result<String> {
+    let cfg = orch.engine().config();
+    let options = RunOptions::new(Lane::Announce, cfg.default_timeout_seconds.saturating_mul(1000), chain);
+    start_on_requester(orch, requester, message, options, child_key, key)
+}
+
+fn start_on_requester(
+    orch: &Orchestrator,
+    requester: &str,
+    message: String,
+    options: RunOptions,
+    child_key: &str,
+    key: Option<String>,
+) -> Result<String> {
     let spec = RunSpec {
         session_key: requester.to_owned(),
         message,
@@ -39,8 +65,8 @@ pub(super) fn start_announce_run(
         chain_limit: None,
     };
     orch.runs()
-        .start_keyed(orch.engine().clone(), orch.host().clone(), spec, key)?
-        .ok_or_else(|| crate::error::Error::store("the announce run was not admitted"))
+        .start_keyed(orch.engine().clone(), orch.host().clone(), spec, key)
+        .and_then(|r| r.ok_or_else(|| crate::error::Error::store("the announce run was not admitted")))
 }
 
 /// Waits for an announce run: `ok` → delivered; an error → retried (a fresh run next time); a

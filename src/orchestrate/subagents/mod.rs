@@ -42,7 +42,7 @@ use completion::*;
 use drain::*;
 pub use lifecycle::{adopt, close, on_session_deleted, recover};
 use queue::*;
-pub use queue::{overflow_summary, queue_settings, DropPolicy, QueueMode, QueueSettings};
+pub use queue::{overflow_summary, queue_settings, thread_text, DropPolicy, QueueMode, QueueSettings};
 use records::*;
 pub use records::{list, list_json, register, running_count};
 use registry::lock;

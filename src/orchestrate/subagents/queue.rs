@@ -147,7 +147,7 @@ pub fn overflow_summary(dropped: usize, lines: &[String]) -> String {
     out.join("\n")
 }
 
-pub(super) fn thread_text(v: &Option<Value>) -> Option<String> {
+pub fn thread_text(v: &Option<Value>) -> Option<String> {
     match v {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),

@@ -192,6 +192,28 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX yields_by_session ON yields (session_key, status);
     CREATE INDEX yields_open ON yields (status) WHERE status <> 'resumed';
     "#,
+    // 2 (orch9b, issue 14): SQLite migration 10: session watches, their sequence, spawn turns.
+    r#"
+    CREATE TABLE IF NOT EXISTS session_watches (
+        watcher_key   TEXT COLLATE "C" NOT NULL,
+        target_key    TEXT COLLATE "C" NOT NULL,
+        last_seen_seq BIGINT NOT NULL,
+        notified_seq  BIGINT NOT NULL,
+        material_seq  BIGINT NOT NULL,
+        updated_at    BIGINT NOT NULL,
+        PRIMARY KEY (watcher_key, target_key)
+    );
+    CREATE INDEX IF NOT EXISTS session_watches_by_target ON session_watches (target_key);
+    CREATE TABLE IF NOT EXISTS session_state_heads (
+        session_key TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+        last_seq    BIGINT NOT NULL,
+        updated_at  BIGINT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS spawn_turns (
+        run_id      TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+        turn_run_id TEXT COLLATE "C" NOT NULL
+    );
+    "#,
 ];
 
 /// The version this build writes.
@@ -199,5 +221,17 @@ pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
 /// The tables of the store; one of them in a schema without `session_tools_meta` means the
 /// schema holds someone else's tables of the same name, and the store refuses it.
-pub const TABLES: &[&str] =
-    &["sessions", "messages", "transcript_entries", "runs", "subagent_runs", "outbox", "owners", "task_runs", "yields"];
+pub const TABLES: &[&str] = &[
+    "sessions",
+    "messages",
+    "transcript_entries",
+    "runs",
+    "subagent_runs",
+    "outbox",
+    "owners",
+    "task_runs",
+    "yields",
+    "session_watches",
+    "session_state_heads",
+    "spawn_turns",
+];
