@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import { expectReject, openFile, openMem, SessionTools, settle, textOf, tmpDir, track } from './helpers'
+import { expectReject, freshPgUrl, openFile, openMem, SessionTools, settle, textOf, tmpDir, track } from './helpers'
 
 function write(root: string, rel: string, text: string) {
   const p = path.join(root, rel)
@@ -285,5 +285,25 @@ describe('stats', () => {
     const s = await st.stats()
     expect(s).toEqual({ sessions: 2, messages: 2, runs: 0, outboxPending: 0, dbBytes: expect.any(Number) })
     expect(s.dbBytes).toBeGreaterThan(0)
+  })
+})
+
+describe('moving in and out of a PostgreSQL store (API.md §1.8, §5)', () => {
+  test('given a folder when imported into PostgreSQL and into SQLite and exported then the files are the same, byte for byte', async () => {
+    const root = gatewayFolder()
+    const lite = track(await SessionTools.open({ path: ':memory:' }))
+    const pg = track(await SessionTools.open({ url: freshPgUrl() }))
+    const [a, b] = [await lite.importStateDir(root), await pg.importStateDir(root)]
+    expect(b).toEqual(a)
+    // one folder for both: the exported entries name their transcript files by absolute path
+    const out = path.join(tmpDir(), 'out')
+    const fromLite = await lite.exportStateDir(out)
+    const liteFiles = hashes(out)
+    fs.rmSync(out, { recursive: true })
+    expect(await pg.exportStateDir(out)).toEqual(fromLite)
+    expect(hashes(out)).toEqual(liteFiles)
+    const stats = await pg.stats()
+    expect(stats).toMatchObject({ sessions: EXPECTED_KEYS.length, messages: 10, runs: 2 })
+    expect(stats.dbBytes).toBeGreaterThan(0)
   })
 })
