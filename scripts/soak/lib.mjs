@@ -22,20 +22,28 @@ export const isPg = (db) => /^postgres(ql)?:\/\//.test(db)
 /** The worker's environment for the store `db`. */
 export const storeEnv = (db) => (isPg(db) ? { ST_URL: db } : { ST_DB: db })
 
-function runWorker(env, killAfterMs) {
+/** Runs a worker; with `killAfterMs`, SIGKILLs it that long after it started or, with
+ * `fromReady`, after it said its stores are open (READY): a slow open on a busy machine then
+ * still leaves it time to work. */
+function runWorker(env, killAfterMs, fromReady = false) {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [WORKER], { env: { ...process.env, ST_INDEX: INDEX, ...env } })
     let out = ''
     let killed = false
-    child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d) => (out += d))
     let timer
-    if (killAfterMs !== undefined) {
+    const arm = () => {
       timer = setTimeout(() => {
         killed = true
         child.kill('SIGKILL')
       }, killAfterMs)
     }
+    child.stdout.on('data', (d) => {
+      const ready = fromReady && timer === undefined && /^READY /m.test(out + d)
+      out += d
+      if (ready) arm()
+    })
+    child.stderr.on('data', (d) => (out += d))
+    if (killAfterMs !== undefined && !fromReady) arm()
     child.on('exit', (code, signal) => {
       clearTimeout(timer)
       resolve({ lines: out.split('\n').filter(Boolean), code, signal, killed })
@@ -173,7 +181,9 @@ export async function crashLoop({ db, iterations, log = () => {} }) {
   for (let i = 0; i < iterations; i++) {
     const killAfter = 40 + Math.floor(Math.random() * 360)
     const mode = i % 4 === 3 ? 'import' : 'crash'
-    const r = await runWorker({ ST_DB: db, SOAK_MODE: mode, SOAK_ID: String(i), SOAK_STATE_DIR: stateDir }, killAfter)
+    // every other worker is killed at a point counted from its start (possibly mid-open), the
+    // others from when its stores are open (mid-work)
+    const r = await runWorker({ ST_DB: db, SOAK_MODE: mode, SOAK_ID: String(i), SOAK_STATE_DIR: stateDir }, killAfter, i % 2 === 1)
     if (r.killed) kills++
     const a = acksOf(r.lines)
     for (const e of a.errors) violations.push(`iteration ${i}: ${e}`)
