@@ -8,6 +8,7 @@ import {
   SessionTools,
   expectReject,
   expectThrowCode,
+  freshPgUrl,
   openFile,
   openMem,
   settle,
@@ -254,5 +255,42 @@ describe('close', () => {
     await st.close()
     await other.upsertSession('main', { label: 'still' })
     expect((await other.getSession('main'))?.label).toBe('still')
+  })
+})
+
+describe('open on PostgreSQL (options.url)', () => {
+  test('given path and url together when opened then INVALID_REQUEST says to give one', async () => {
+    await expectReject(SessionTools.open({ path: ':memory:', url: 'postgres://u@localhost/db' }), 'INVALID_REQUEST', /not both/)
+  })
+
+  test('given a url that is not postgres:// when opened then INVALID_REQUEST names options.url', async () => {
+    await expectReject(SessionTools.open({ url: 'mysql://u@localhost/db' }), 'INVALID_REQUEST', /options\.url/)
+  })
+
+  test('given a postgres URL as options.path when opened then INVALID_REQUEST points to options.url', async () => {
+    await expectReject(SessionTools.open({ path: 'postgres://u@localhost/db' }), 'INVALID_REQUEST', /options\.url/)
+  })
+
+  test('given neither path nor url when opened then INVALID_REQUEST names both', async () => {
+    await expectReject(SessionTools.open({} as any), 'INVALID_REQUEST', /options\.path .*options\.url/)
+  })
+
+  test('given a server that does not answer when opened then STORE_ERROR names it without the password', async () => {
+    const err = await expectReject(
+      SessionTools.open({ url: 'postgres://me:secret@127.0.0.1:1/db?connect_timeout=1' }),
+      'STORE_ERROR',
+      /127\.0\.0\.1/,
+    )
+    expect(err.message).not.toContain('secret')
+  })
+
+  test('given the test server when opened by url then sessions are kept across a reopen, and path shows no password', async () => {
+    const url = freshPgUrl()
+    const st = track(await SessionTools.open({ url }))
+    expect(st.path).toMatch(/^postgres:\/\//)
+    await st.upsertSession('agent:main:pg', { label: 'on-postgres' })
+    await st.close()
+    const again = track(await SessionTools.open({ url }))
+    expect((await again.getSession('agent:main:pg'))?.label).toBe('on-postgres')
   })
 })

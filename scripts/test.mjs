@@ -7,8 +7,7 @@ import { startCluster } from './lib/pg-cluster.mjs'
 
 const target = 'x86_64-unknown-linux-gnu'
 // The vitest files run a second time on PostgreSQL: the tools' contract, the store, the policy.
-// (filled as the store's modules run on PostgreSQL)
-const PG_SUITE = []
+const PG_SUITE = ['store', 'list', 'history', 'tools', 'policy', 'send', 'security', 'callbacks', 'contract9', 'orch9'].map((f) => `__test__/${f}.spec.ts`)
 let passed = 0
 let failed = 0
 let broken = false
@@ -66,7 +65,7 @@ try {
 if (vitest.status !== 0 && failed === 0) broken = true
 
 // The contract suite again, every store on PostgreSQL (helpers.ts openMem → a fresh schema).
-if (process.env.SESSION_TOOLS_TEST_PG_URL && PG_SUITE.length > 0) {
+if (process.env.SESSION_TOOLS_TEST_PG_URL) {
   rmSync('vitest-pg.json', { force: true })
   process.env.SESSION_TOOLS_TEST_STORE = 'postgres'
   const pg = run('npx', ['vitest', 'run', ...PG_SUITE, '--reporter=default', '--reporter=json', '--outputFile=vitest-pg.json'])

@@ -2,7 +2,7 @@
 //! `<mirrorDir>/<sessionId>.jsonl` in the gateway's transcript format (REFERENCE.md §2.6), so
 //! tools that read transcript files keep working.
 //!
-//! SQLite stays the source of truth: the mirror is written after the rows, a failure to write
+//! The store stays the source of truth: the mirror is written after the rows, a failure to write
 //! it never fails the append, and it never writes outside its folder. A session id that is not
 //! a plain file name (a path separator, `..`, a leading dot) has no mirror file.
 
@@ -25,13 +25,12 @@ pub enum MirrorDir {
 }
 
 impl MirrorDir {
-    /// The folder for a store opened at `path`, if any.
-    pub fn resolve(self, path: &str) -> Option<PathBuf> {
+    /// The folder for a store whose database file is `store_file` (`None`: a store without
+    /// one, `:memory:` or PostgreSQL, has no default folder), if any.
+    pub fn resolve(self, store_file: Option<&Path>) -> Option<PathBuf> {
         match self {
-            // no file, no folder beside it: a PostgreSQL store mirrors only where it is told to
-            MirrorDir::Default => (path != ":memory:" && !crate::store::pg::is_url(path)).then(|| {
-                Path::new(path).parent().map(|d| d.join("transcripts")).unwrap_or_else(|| PathBuf::from("transcripts"))
-            }),
+            MirrorDir::Default => store_file
+                .map(|f| f.parent().map(|d| d.join("transcripts")).unwrap_or_else(|| PathBuf::from("transcripts"))),
             MirrorDir::Off => None,
             MirrorDir::At(dir) => Some(dir),
         }
@@ -222,6 +221,21 @@ mod tests {
     fn iso_matches_javascript() {
         assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso(1_706_103_360_123), "2024-01-24T13:36:00.123Z");
+    }
+
+    #[test]
+    fn the_default_folder_is_beside_the_database_file_and_a_store_without_one_has_none() {
+        let file = crate::store::Store::open(&tmp().join("db/sessions.db").to_string_lossy()).unwrap();
+        let beside = file.file().unwrap().parent().unwrap().join("transcripts");
+        assert_eq!(MirrorDir::Default.resolve(file.file()), Some(beside));
+        assert_eq!(MirrorDir::Default.resolve(Some(Path::new("sessions.db"))), Some(PathBuf::from("transcripts")));
+        // `:memory:` and PostgreSQL stores have no file: no mirror unless one is named
+        for s in crate::store::pg::testdb::stores() {
+            assert_eq!(s.file(), None, "{:?}", s.dialect());
+            assert_eq!(MirrorDir::Default.resolve(s.file()), None);
+            assert_eq!(MirrorDir::At("/m".into()).resolve(s.file()), Some(PathBuf::from("/m")));
+        }
+        assert_eq!(MirrorDir::Off.resolve(file.file()), None);
     }
 
     #[test]

@@ -5,9 +5,14 @@
 //! once its lease has expired, or at once when its row says it ran on this host (same host id)
 //! under a pid that is no longer running: never while the lease is live on another host.
 //!
-//! This module owns the identity of this process ([`Here`]), the clock leases are read against
-//! ([`Clock`]), the rule itself ([`Lease::holds`]) and the lease's own row operations (acquire,
-//! renew, release, reap). It never touches runs or outbox rows (their SQL applies the rule's
+//! Leases are written and judged by one clock per database ([`Lease::now`]): on a database server
+//! several hosts share, the server's (so a host whose clock is off neither stretches its own
+//! lease nor cuts another's short); on a SQLite file, this machine's ([`Clock`], the system
+//! clock or a test's).
+//!
+//! This module owns the identity of this process ([`Here`]), the clock leases are read against,
+//! the rule itself ([`Lease::holds`]) and the lease's own row operations (acquire, renew,
+//! release, reap). It never touches runs or outbox rows (their SQL applies the rule's
 //! expiry part, `src/store/`), and it never starts tasks (the heartbeat is the orchestrator's).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +35,8 @@ pub fn lease_ms(config: &crate::config::Config) -> u64 {
     config.settings.lease_ms.unwrap_or(DEFAULT_LEASE_MS)
 }
 
-/// The time leases are read against, in ms since the epoch: the system clock, or a test's.
+/// This host's clock, in ms since the epoch: the system clock, or a test's. Leases are read
+/// against it when the database has no clock of its own (see [`Lease::now`]).
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 /// The system clock.
@@ -113,8 +119,11 @@ impl Lease {
         &self.id
     }
 
-    pub fn now(&self) -> i64 {
-        (self.clock)()
+    /// The time leases are read against, for a transaction on `db`: the database's own clock
+    /// when every process on it shares one (a PostgreSQL server's), else this host's. Every
+    /// lease time (expiry, claim deadline, due time) that is stored or compared comes from here.
+    pub fn now(&self, db: &Db<'_>) -> Result<i64> {
+        Ok(db.shared_clock_ms()?.unwrap_or_else(|| (self.clock)()))
     }
 
     /// THE rule: whether `owner` still holds its work at `now`, as seen from here. Its lease
@@ -141,7 +150,7 @@ impl Lease {
 
     /// Records this owner with a lease of `length_ms` from now. Call inside a write.
     pub fn acquire(&self, db: &Db<'_>, length_ms: u64) -> Result<()> {
-        db.put_owner(&self.record(self.now(), length_ms))
+        db.put_owner(&self.record(self.now(db)?, length_ms))
     }
 
     /// Extends the lease to `length_ms` from now; `false` when its row was gone (the lease had
@@ -152,7 +161,7 @@ impl Lease {
         if self.released.load(Ordering::SeqCst) {
             return Ok(true);
         }
-        let now = self.now();
+        let now = self.now(db)?;
         if db.renew_owner(&self.id, expiry(now, length_ms))? {
             return Ok(true);
         }
@@ -189,3 +198,7 @@ fn expiry(now: i64, length_ms: u64) -> i64 {
 #[cfg(test)]
 #[path = "owner_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "owner_pg_tests.rs"]
+mod pg_tests;

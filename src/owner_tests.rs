@@ -9,10 +9,13 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
+use crate::store::pg::testdb;
 use crate::store::runs::RunRecord;
 use crate::store::Store;
 
 const LEN: u64 = 1_000;
+/// A lease that outlives any test (on PostgreSQL the server's clock runs while a test does).
+const LONG: u64 = 600_000;
 const KINDS: [Option<&str>; 2] = [Some("a2a_announce"), None];
 /// The pid of a process that is gone, as the injected probes below see it.
 const DEAD_PID: u32 = 4_000_000_000;
@@ -42,9 +45,13 @@ fn run(id: &str) -> RunRecord {
 
 /// A store where `a` holds a running run `r` and a claim on the outbox item `k`, taken at `t`.
 fn with_work_of(a: &Lease, t: i64) -> Store {
-    let s = Store::open(":memory:").unwrap();
+    with_work_in(Store::open(":memory:").unwrap(), a, t, LEN)
+}
+
+/// `s`, where `a` holds (a lease of `len`) a running run `r` and a claim on the item `k` taken at `t`.
+fn with_work_in(s: Store, a: &Lease, t: i64, len: u64) -> Store {
     s.write(|db| {
-        a.acquire(db, LEN)?;
+        a.acquire(db, len)?;
         db.insert_run(&run("r"), a.id())?;
         db.insert_outbox("k", "a2a_announce", None, &json!({}), t)?;
         assert_eq!(db.claim_outbox(a.id(), KINDS, t, 60_000, 8)?.len(), 1);
@@ -57,7 +64,7 @@ fn with_work_of(a: &Lease, t: i64) -> Store {
 /// What `b` takes over at its clock's time: (owners reaped, runs ended, items claimed).
 fn take(s: &Store, b: &Lease) -> (Vec<String>, Vec<String>, usize) {
     s.write(|db| {
-        let now = b.now();
+        let now = b.now(db)?;
         let reaped = b.reap(db, now)?;
         let ended = db.end_unheld_runs(now, "error", "interrupted")?;
         let claimed = db.claim_outbox(b.id(), KINDS, now, 60_000, 8)?.len();
@@ -103,40 +110,46 @@ fn a_renewed_lease_keeps_its_work_past_its_first_expiry() {
 
 #[test]
 fn a_clean_release_frees_the_work_at_once_and_a_late_renewal_does_not_take_it_back() {
-    let (_t, clock) = clock_at(0);
-    let a = Lease::new(here("host-a", 1), clock.clone());
-    let b = Lease::new(here("host-b", 2), clock);
-    let s = with_work_of(&a, 0);
-    s.write(|db| a.release(db)).unwrap();
-    assert!(s.write(|db| a.renew(db, LEN)).unwrap());
-    assert!(s.read(|db| db.owners()).unwrap().is_empty(), "a released lease is never written again");
-    // well before any expiry
-    assert_eq!(take(&s, &b), (vec![], vec!["r".to_owned()], 1));
+    for s in testdb::stores() {
+        let on = s.dialect();
+        let (_t, clock) = clock_at(0);
+        let a = Lease::new(here("host-a", 1), clock.clone());
+        let b = Lease::new(here("host-b", 2), clock);
+        let s = with_work_in(s, &a, 0, LONG);
+        s.write(|db| a.release(db)).unwrap();
+        assert!(s.write(|db| a.renew(db, LONG)).unwrap());
+        assert!(s.read(|db| db.owners()).unwrap().is_empty(), "{on:?}: a released lease is never written again");
+        // well before any expiry
+        assert_eq!(take(&s, &b), (vec![], vec!["r".to_owned()], 1), "{on:?}");
+    }
 }
 
 #[test]
 fn a_dead_process_on_this_host_is_taken_over_at_once_and_a_live_one_is_not() {
-    let (_t, clock) = clock_at(0);
-    let dead = Lease::new(here("host-a", DEAD_PID), clock.clone());
-    let alive = Lease::new(here("host-a", 3), clock.clone());
-    let me = Lease::new(here("host-a", 2), clock.clone());
-    let s = with_work_of(&dead, 0);
-    s.write(|db| alive.acquire(db, LEN)).unwrap();
-    assert_eq!(take(&s, &me), (vec![dead.id().to_owned()], vec!["r".to_owned()], 1));
-    let left: Vec<String> = s.read(|db| db.owners()).unwrap().into_iter().map(|o| o.owner_id).collect();
-    assert_eq!(left, [alive.id()], "the live owner on this host keeps its lease");
-    // another store of this very process (same pid) holds while its lease does
-    let sibling = Lease::new(here("host-a", 2), clock);
-    let rec = OwnerRecord {
-        owner_id: sibling.id().into(),
-        host_id: "host-a".into(),
-        host_name: "a".into(),
-        pid: 2,
-        started_at: 0,
-        expires_at: 1,
-    };
-    assert!(me.holds(&rec, 0));
-    assert!(!me.holds(&rec, 1));
+    for s in testdb::stores() {
+        let on = s.dialect();
+        let (_t, clock) = clock_at(0);
+        let dead = Lease::new(here("host-a", DEAD_PID), clock.clone());
+        let alive = Lease::new(here("host-a", 3), clock.clone());
+        let me = Lease::new(here("host-a", 2), clock.clone());
+        let s = with_work_in(s, &dead, 0, LONG);
+        s.write(|db| alive.acquire(db, LONG)).unwrap();
+        assert_eq!(take(&s, &me), (vec![dead.id().to_owned()], vec!["r".to_owned()], 1), "{on:?}");
+        let left: Vec<String> = s.read(|db| db.owners()).unwrap().into_iter().map(|o| o.owner_id).collect();
+        assert_eq!(left, [alive.id()], "{on:?}: the live owner on this host keeps its lease");
+        // another store of this very process (same pid) holds while its lease does
+        let sibling = Lease::new(here("host-a", 2), clock);
+        let rec = OwnerRecord {
+            owner_id: sibling.id().into(),
+            host_id: "host-a".into(),
+            host_name: "a".into(),
+            pid: 2,
+            started_at: 0,
+            expires_at: 1,
+        };
+        assert!(me.holds(&rec, 0));
+        assert!(!me.holds(&rec, 1));
+    }
 }
 
 #[test]
@@ -157,14 +170,16 @@ fn a_lapsed_lease_learns_it_on_renewal_and_holds_again_from_then_on() {
 
 #[test]
 fn an_owner_tries_its_own_stuck_claim_again_only_after_the_attempt_deadline() {
-    let (t, clock) = clock_at(0);
-    let a = Lease::new(here("host-a", 1), clock);
-    let s = with_work_of(&a, 0);
-    s.write(|db| a.renew(db, 1_000_000)).unwrap();
-    assert!(s.write(|db| db.claim_outbox(a.id(), KINDS, 10, 60_000, 8)).unwrap().is_empty(), "in flight");
-    assert_eq!(s.read(|db| db.outbox_next_claimable(a.id(), 10)).unwrap(), None);
-    t.store(60_000, Ordering::SeqCst);
-    assert_eq!(s.write(|db| db.claim_outbox(a.id(), KINDS, 60_000, 60_000, 8)).unwrap().len(), 1);
+    for s in testdb::stores() {
+        let on = s.dialect();
+        let (_t, clock) = clock_at(0);
+        let a = Lease::new(here("host-a", 1), clock);
+        let s = with_work_in(s, &a, 0, LONG);
+        let in_flight = s.write(|db| db.claim_outbox(a.id(), KINDS, 10, 60_000, 8)).unwrap();
+        assert!(in_flight.is_empty(), "{on:?}: in flight");
+        assert_eq!(s.read(|db| db.outbox_next_claimable(a.id(), 10)).unwrap(), None, "{on:?}");
+        assert_eq!(s.write(|db| db.claim_outbox(a.id(), KINDS, 60_000, 60_000, 8)).unwrap().len(), 1, "{on:?}");
+    }
 }
 
 #[test]
@@ -191,7 +206,7 @@ fn two_owners_on_one_file_never_both_claim_an_item() {
                 store.write(|db| lease.acquire(db, 600_000)).unwrap();
                 let mut mine = Vec::new();
                 loop {
-                    let got = store.write(|db| db.claim_outbox(lease.id(), KINDS, lease.now(), 600_000, 7)).unwrap();
+                    let got = store.write(|db| db.claim_outbox(lease.id(), KINDS, lease.now(db)?, 600_000, 7)).unwrap();
                     if got.is_empty() {
                         return mine;
                     }

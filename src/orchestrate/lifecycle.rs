@@ -24,9 +24,9 @@ impl Orchestrator {
         mirror: MirrorDir,
         host: Arc<dyn Host>,
     ) -> Result<Arc<Orchestrator>> {
-        let mirror_dir = mirror.resolve(&path);
         let opened = tokio::task::spawn_blocking(move || -> Result<Engine> {
             let store = Store::open(&path)?;
+            let mirror_dir = mirror.resolve(store.file());
             Ok(Engine::new(store, config, mirror_dir))
         })
         .await;

@@ -31,7 +31,8 @@ pub const SUBAGENT_ANNOUNCE: &str = "subagent_announce";
 /// An attempt of this store that has not ended after this long is tried again by it (another
 /// owner takes a claim over only when this store's lease is gone: API.md §1.7).
 const ATTEMPT_MS: i64 = 15 * 60 * 1000;
-/// How often the worker looks for items another process recorded.
+/// How often the worker looks for items another process recorded (when the store does not
+/// wake it for them, see `Store::on_outbox_notify`).
 const POLL_MS: i64 = 5_000;
 /// Items claimed per pass.
 const BATCH: u32 = 16;
@@ -100,10 +101,10 @@ impl Outbox {
         session_key: Option<&str>,
         payload: &Value,
     ) -> Result<bool> {
-        let added = self
-            .engine
-            .store()
-            .write(|db| db.insert_outbox(idempotency_key, kind, session_key, payload, self.lease.now()))?;
+        let added = self.engine.store().write(|db| {
+            let now = self.lease.now(db)?;
+            db.insert_outbox(idempotency_key, kind, session_key, payload, now)
+        })?;
         self.wake.notify_one();
         Ok(added)
     }
@@ -114,6 +115,13 @@ impl Outbox {
         if self.dispatcher.set(dispatcher).is_err() {
             return;
         }
+        // Items other processes record wake the worker when the store can tell; the poll stays.
+        let me = Arc::downgrade(self);
+        self.engine.store().on_outbox_notify(Box::new(move || {
+            if let Some(outbox) = me.upgrade() {
+                outbox.wake();
+            }
+        }));
         let this = self.clone();
         tokio::spawn(async move { this.work().await });
     }
@@ -142,7 +150,7 @@ impl Outbox {
             let (e, lease) = (self.engine.clone(), self.lease.clone());
             let kinds = self.dispatcher().map(|d| d.kinds()).unwrap_or([None, None]);
             let claimed = blocking(move || {
-                e.store().write(|db| db.claim_outbox(lease.id(), kinds, lease.now(), ATTEMPT_MS, BATCH))
+                e.store().write(|db| db.claim_outbox(lease.id(), kinds, lease.now(db)?, ATTEMPT_MS, BATCH))
             })
             .await;
             match claimed {
@@ -162,9 +170,15 @@ impl Outbox {
                 }
             }
             let (e, lease) = (self.engine.clone(), self.lease.clone());
-            let next = blocking(move || e.store().read(|db| db.outbox_next_claimable(lease.id(), lease.now()))).await;
+            let next = blocking(move || {
+                e.store().read(|db| {
+                    let now = lease.now(db)?;
+                    Ok(db.outbox_next_claimable(lease.id(), now)?.map(|due| due - now))
+                })
+            })
+            .await;
             let wait = match next {
-                Ok(Some(due)) => (due - self.lease.now()).clamp(0, POLL_MS),
+                Ok(Some(in_ms)) => in_ms.clamp(0, POLL_MS),
                 _ => POLL_MS,
             };
             // an item due now but not claimable (held by a live process) must not spin the loop
@@ -182,28 +196,19 @@ impl Outbox {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
-        let cfg = self.engine.config();
         let tries = row.attempts + 1;
-        let now = self.lease.now();
-        let (status, next, error) = match &outcome {
-            Attempt::Delivered => ("delivered", now, None),
-            Attempt::Skipped(why) => ("skipped", now, Some(why.clone())),
-            Attempt::Failed(why) => ("failed", now, Some(why.clone())),
-            // 2026.9: a completion is retried within its window, then blocked
-            Attempt::Retry(why) if row.kind == SUBAGENT_ANNOUNCE && cfg.contract == Contract::V2026_9 => {
-                let (first_ms, max_ms, expire_ms) = cfg.completion_retry_ms;
-                let window = RetryWindow { first_ms, max_ms, expire_ms };
-                let jitter = f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 255.0;
-                match window.next_attempt(tries, row.created_at, now, jitter) {
-                    Some(at) => ("pending", at, Some(why.clone())),
-                    None => ("failed", now, Some(why.clone())),
-                }
-            }
-            Attempt::Retry(why) if tries >= cfg.outbox_max_attempts => ("failed", now, Some(why.clone())),
-            Attempt::Retry(why) => {
-                ("pending", now + backoff_after(tries, cfg.outbox_backoff_ms) as i64, Some(why.clone()))
-            }
-        };
+        let (e, lease, item, out) = (self.engine.clone(), self.lease.clone(), row.clone(), outcome.clone());
+        // The next due time is read against the lease clock, in the transaction that records it.
+        let stored = blocking(move || {
+            e.store().write(|db| {
+                let now = lease.now(db)?;
+                let (status, next, error) = settlement(&e.config(), &item, &out, tries, now);
+                db.settle_outbox(item.id, status, tries, next, error.as_deref(), now)?;
+                Ok((status, error))
+            })
+        })
+        .await;
+        let status = stored.as_ref().map_or("pending", |(status, _)| *status);
         if let Attempt::Retry(why) | Attempt::Failed(why) = &outcome {
             let mut ev = event("delivery.failed", &row);
             ev.details.insert("attempt".into(), tries.into());
@@ -211,17 +216,40 @@ impl Outbox {
             ev.details.insert("final".into(), (status == "failed").into());
             d.emit(ev);
         }
-        let e = self.engine.clone();
-        let (id, err) = (row.id, error.clone());
-        let stored =
-            blocking(move || e.store().write(|db| db.settle_outbox(id, status, tries, next, err.as_deref(), now)))
-                .await;
         match stored {
             Err(err) => d.emit(store_error(&err)),
-            Ok(()) if status != "pending" => d.settled(&row, status, tries, error.as_deref()),
-            Ok(()) => {}
+            Ok((status, error)) if status != "pending" => d.settled(&row, status, tries, error.as_deref()),
+            Ok(_) => {}
         }
         self.wake.notify_one();
+    }
+}
+
+/// What try number `tries` of `row`, ended with `outcome` at `now`, leaves: the status, the next
+/// due time and the error recorded.
+fn settlement(
+    cfg: &crate::config::Config,
+    row: &OutboxRow,
+    outcome: &Attempt,
+    tries: u32,
+    now: i64,
+) -> (&'static str, i64, Option<String>) {
+    match outcome {
+        Attempt::Delivered => ("delivered", now, None),
+        Attempt::Skipped(why) => ("skipped", now, Some(why.clone())),
+        Attempt::Failed(why) => ("failed", now, Some(why.clone())),
+        // 2026.9: a completion is retried within its window, then blocked
+        Attempt::Retry(why) if row.kind == SUBAGENT_ANNOUNCE && cfg.contract == Contract::V2026_9 => {
+            let (first_ms, max_ms, expire_ms) = cfg.completion_retry_ms;
+            let window = RetryWindow { first_ms, max_ms, expire_ms };
+            let jitter = f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 255.0;
+            match window.next_attempt(tries, row.created_at, now, jitter) {
+                Some(at) => ("pending", at, Some(why.clone())),
+                None => ("failed", now, Some(why.clone())),
+            }
+        }
+        Attempt::Retry(why) if tries >= cfg.outbox_max_attempts => ("failed", now, Some(why.clone())),
+        Attempt::Retry(why) => ("pending", now + backoff_after(tries, cfg.outbox_backoff_ms) as i64, Some(why.clone())),
     }
 }
 

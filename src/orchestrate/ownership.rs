@@ -67,7 +67,7 @@ impl Orchestrator {
                 } else {
                     lease.renew(db, length)?
                 };
-                let now = lease.now();
+                let now = lease.now(db)?;
                 let reaped = lease.reap(db, now)?;
                 let ended = db.end_unheld_runs(now, RunStatus::Error.as_str(), INTERRUPTED)?;
                 Ok(Takeover { renewed, reaped, ended })

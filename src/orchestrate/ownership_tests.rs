@@ -83,7 +83,7 @@ fn gone_owner_left_work(path: &str, gone: &Lease) {
             db.put_subagent_run(&rec)?;
             db.insert_run(&run, gone.id())?;
             db.insert_outbox("a2a-key", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload, 0)?;
-            let claimed = db.claim_outbox(gone.id(), [Some(A2A_ANNOUNCE), None], gone.now(), 15 * 60_000, 8)?;
+            let claimed = db.claim_outbox(gone.id(), [Some(A2A_ANNOUNCE), None], gone.now(db)?, 15 * 60_000, 8)?;
             assert_eq!(claimed.len(), 1);
             Ok(())
         })

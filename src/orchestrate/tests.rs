@@ -123,15 +123,19 @@ async fn an_item_left_pending_by_a_closed_store_is_delivered_by_the_next_open_wi
 #[test]
 fn only_the_kinds_a_store_can_attempt_are_claimed_and_a_live_owners_claim_is_left_alone() {
     const K: [Option<&str>; 2] = [Some(A2A_ANNOUNCE), None];
-    let store = Store::open(":memory:").unwrap();
-    let (a, b) = (crate::owner::Lease::detect(), crate::owner::Lease::detect());
-    store.write(|db| db.insert_outbox("k", A2A_ANNOUNCE, None, &json!({}), 0)).unwrap();
-    store.write(|db| a.acquire(db, 60_000)).unwrap();
-    let other_kind =
-        store.write(|db| db.claim_outbox(a.id(), [None, Some(SUBAGENT_ANNOUNCE)], a.now(), 1000, 8)).unwrap();
-    assert!(other_kind.is_empty(), "only the kinds a process can attempt are claimed");
-    assert_eq!(store.write(|db| db.claim_outbox(a.id(), K, a.now(), 1000, 8)).unwrap().len(), 1);
-    assert!(store.write(|db| db.claim_outbox(b.id(), K, b.now(), 1000, 8)).unwrap().is_empty(), "a live claim");
-    store.write(|db| a.release(db)).unwrap();
-    assert_eq!(store.write(|db| db.claim_outbox(b.id(), K, b.now(), 1000, 8)).unwrap().len(), 1, "released");
+    for store in crate::store::pg::testdb::stores() {
+        let on = store.dialect();
+        let (a, b) = (crate::owner::Lease::detect(), crate::owner::Lease::detect());
+        store.write(|db| db.insert_outbox("k", A2A_ANNOUNCE, None, &json!({}), 0)).unwrap();
+        store.write(|db| a.acquire(db, 60_000)).unwrap();
+        let other_kind =
+            store.write(|db| db.claim_outbox(a.id(), [None, Some(SUBAGENT_ANNOUNCE)], a.now(db)?, 1000, 8)).unwrap();
+        assert!(other_kind.is_empty(), "{on:?}: only the kinds a process can attempt are claimed");
+        assert_eq!(store.write(|db| db.claim_outbox(a.id(), K, a.now(db)?, 1000, 8)).unwrap().len(), 1, "{on:?}");
+        let live = store.write(|db| db.claim_outbox(b.id(), K, b.now(db)?, 1000, 8)).unwrap();
+        assert!(live.is_empty(), "{on:?}: a live claim");
+        store.write(|db| a.release(db)).unwrap();
+        let freed = store.write(|db| db.claim_outbox(b.id(), K, b.now(db)?, 1000, 8)).unwrap();
+        assert_eq!(freed.len(), 1, "{on:?}: released");
+    }
 }

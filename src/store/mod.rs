@@ -167,6 +167,15 @@ impl Store {
         Store::open_with_wal_limit(path, WAL_LIMIT_BYTES)
     }
 
+    /// Calls `waker` (soon, on another thread) whenever an outbox item is recorded in this
+    /// store by any process, when the database can tell (PostgreSQL: `LISTEN`/`NOTIFY`); on a
+    /// SQLite file it is never called (polling finds the items).
+    pub fn on_outbox_notify(&self, waker: Box<dyn Fn() + Send + Sync>) {
+        if let Some(pg) = &self.pg {
+            pg.on_notify(waker);
+        }
+    }
+
     /// Which database the store is on.
     pub fn dialect(&self) -> Dialect {
         if self.pg.is_some() {

@@ -3,10 +3,10 @@
 //! not expired (API.md §1.7), the claim and its check are one write transaction; a row keeps one
 //! idempotency key for all of its tries.
 
-use rusqlite::{params, OptionalExtension, Row};
 use serde_json::Value;
 
-use super::{sql, Db};
+use super::{Db, Dialect, Row};
+use crate::args;
 use crate::error::Result;
 
 /// One outbox item as stored.
@@ -27,11 +27,18 @@ pub struct OutboxRow {
     pub created_at: i64,
 }
 
+/// The PostgreSQL channel an outbox insert notifies: the other stores on the database listen
+/// on it to look for work without waiting for their next poll.
+pub const OUTBOX_CHANNEL: &str = "session_tools_outbox";
+
+/// The notification of a new item (constant text: [`OUTBOX_CHANNEL`]), naming the schema the
+/// item is in (stores under other schemas of the database ignore it).
+const NOTIFY: &str = "SELECT pg_notify('session_tools_outbox', coalesce(current_schema(), ''))";
+
 /// The columns [`row`] reads, as a literal so that every statement stays one constant string.
 macro_rules! columns {
     () => {
-        "id, idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, last_error, owner, lease_until, \
-         created_at"
+        "id, idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, last_error, created_at"
     };
 }
 
@@ -55,29 +62,45 @@ macro_rules! claimable {
     };
 }
 
-fn row(r: &Row<'_>) -> rusqlite::Result<(OutboxRow, Option<String>, Option<i64>)> {
+fn row(r: &Row<'_>) -> Result<OutboxRow> {
     let payload: String = r.get(4)?;
-    Ok((
-        OutboxRow {
-            id: r.get(0)?,
-            idempotency_key: r.get(1)?,
-            kind: r.get(2)?,
-            session_key: r.get(3)?,
-            payload: serde_json::from_str(&payload).unwrap_or(Value::Null),
-            status: r.get(5)?,
-            attempts: r.get::<_, i64>(6)?.max(0) as u32,
-            next_attempt_at: r.get(7)?,
-            last_error: r.get(8)?,
-            created_at: r.get(11)?,
-        },
-        r.get(9)?,
-        r.get(10)?,
-    ))
+    Ok(OutboxRow {
+        id: r.get(0)?,
+        idempotency_key: r.get(1)?,
+        kind: r.get(2)?,
+        session_key: r.get(3)?,
+        payload: serde_json::from_str(&payload).unwrap_or(Value::Null),
+        status: r.get(5)?,
+        attempts: r.get::<i64>(6)?.clamp(0, i64::from(u32::MAX)) as u32,
+        next_attempt_at: r.get(7)?,
+        last_error: r.get(8)?,
+        created_at: r.get(9)?,
+    })
+}
+
+/// The claim: the due, claimable rows (oldest due first) marked as `owner`'s until the attempt
+/// deadline, returned in one statement. On PostgreSQL the rows are locked as they are picked,
+/// skipping rows another transaction holds, so two claimants never take one row even without
+/// the write lock.
+macro_rules! claim {
+    ($lock:literal) => {
+        concat!(
+            "UPDATE outbox SET owner = ?5, lease_until = ?6, updated_at = ?1 WHERE id IN (SELECT id FROM outbox \
+             WHERE status = 'pending' AND next_attempt_at <= ?1 AND kind IN (?3, ?4) AND ",
+            claimable!("?1", "?5"),
+            " ORDER BY next_attempt_at, id LIMIT ?2",
+            $lock,
+            ") RETURNING ",
+            columns!()
+        )
+    };
 }
 
 impl Db<'_> {
     /// Records an item as pending, due at once; `false` when its idempotency key is already
-    /// recorded (the item is not added twice).
+    /// recorded (the item is not added twice). On PostgreSQL the insert also notifies the
+    /// channel the other stores on the database listen on ([`OUTBOX_CHANNEL`]), delivered when
+    /// the transaction commits.
     pub fn insert_outbox(
         &self,
         idempotency_key: &str,
@@ -86,15 +109,16 @@ impl Db<'_> {
         payload: &Value,
         now: i64,
     ) -> Result<bool> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "INSERT OR IGNORE INTO outbox
-                   (idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5, ?5)",
-            )
-            .map_err(sql)?;
-        let n = st.execute(params![idempotency_key, kind, session_key, payload.to_string(), now]).map_err(sql)?;
+        let n = self.exec(
+            "INSERT INTO outbox
+               (idempotency_key, kind, session_key, payload, status, attempts, next_attempt_at, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5, ?5)
+             ON CONFLICT DO NOTHING",
+            args![idempotency_key, kind, session_key, payload.to_string(), now],
+        )?;
+        if n > 0 && self.dialect() == Dialect::Postgres {
+            self.exec(NOTIFY, args![])?;
+        }
         Ok(n > 0)
     }
 
@@ -112,30 +136,13 @@ impl Db<'_> {
         attempt_ms: i64,
         limit: u32,
     ) -> Result<Vec<OutboxRow>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(concat!(
-                "SELECT ",
-                columns!(),
-                " FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?1 AND kind IN (?3, ?4) AND ",
-                claimable!("?1", "?5"),
-                " ORDER BY next_attempt_at, id LIMIT ?2"
-            ))
-            .map_err(sql)?;
-        let claimed = st
-            .query_map(params![now, limit, kinds[0], kinds[1], owner], row)
-            .map_err(sql)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(sql)?;
-        let mut claim = self
-            .conn()?
-            .prepare_cached("UPDATE outbox SET owner = ?2, lease_until = ?3, updated_at = ?4 WHERE id = ?1")
-            .map_err(sql)?;
-        let mut out = Vec::with_capacity(claimed.len());
-        for (item, _, _) in claimed {
-            claim.execute(params![item.id, owner, now + attempt_ms, now]).map_err(sql)?;
-            out.push(item);
-        }
+        let q = match self.dialect() {
+            Dialect::Sqlite => claim!(""),
+            Dialect::Postgres => claim!(" FOR UPDATE SKIP LOCKED"),
+        };
+        let until = now.saturating_add(attempt_ms);
+        let mut out = self.rows(q, args![now, i64::from(limit), kinds[0], kinds[1], owner, until], row)?;
+        out.sort_by_key(|r| (r.next_attempt_at, r.id));
         Ok(out)
     }
 
@@ -150,49 +157,39 @@ impl Db<'_> {
         error: Option<&str>,
         now: i64,
     ) -> Result<()> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "UPDATE outbox SET status = ?2, attempts = ?3, next_attempt_at = ?4, last_error = ?5,
-                   owner = NULL, lease_until = NULL, updated_at = ?6 WHERE id = ?1",
-            )
-            .map_err(sql)?;
-        st.execute(params![id, status, attempts, next_attempt_at, error, now]).map_err(sql)?;
+        self.exec(
+            "UPDATE outbox SET status = ?2, attempts = ?3, next_attempt_at = ?4, last_error = ?5,
+               owner = NULL, lease_until = NULL, updated_at = ?6 WHERE id = ?1",
+            args![id, status, attempts, next_attempt_at, error, now],
+        )?;
         Ok(())
     }
 
     /// When the next pending item `owner` may claim is due, if any (items under another
     /// owner's live claim are left out: their owner attempts them).
     pub fn outbox_next_claimable(&self, owner: &str, now: i64) -> Result<Option<i64>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(concat!(
-                "SELECT min(next_attempt_at) FROM outbox WHERE status = 'pending' AND ",
-                claimable!("?1", "?2"),
-            ))
-            .map_err(sql)?;
-        st.query_row(params![now, owner], |r| r.get::<_, Option<i64>>(0)).map_err(sql)
+        let next = self.row(
+            concat!("SELECT min(next_attempt_at) FROM outbox WHERE status = 'pending' AND ", claimable!("?1", "?2")),
+            args![now, owner],
+            |r| r.get::<Option<i64>>(0),
+        )?;
+        Ok(next.flatten())
     }
 
     pub fn outbox_item(&self, idempotency_key: &str) -> Result<Option<OutboxRow>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(concat!("SELECT ", columns!(), " FROM outbox WHERE idempotency_key = ?1"))
-            .map_err(sql)?;
-        st.query_row([idempotency_key], row).optional().map(|o| o.map(|(r, _, _)| r)).map_err(sql)
+        self.row(concat!("SELECT ", columns!(), " FROM outbox WHERE idempotency_key = ?1"), args![idempotency_key], row)
     }
 
     pub fn outbox_pending_count(&self) -> Result<u64> {
-        let mut st =
-            self.conn()?.prepare_cached("SELECT count(*) FROM outbox WHERE status = 'pending'").map_err(sql)?;
-        st.query_row([], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
+        self.count("SELECT count(*) FROM outbox WHERE status = 'pending'", args![])
     }
 
     /// Every item, oldest first (for tests and `stats`).
     pub fn outbox_items(&self) -> Result<Vec<OutboxRow>> {
-        let mut st =
-            self.conn()?.prepare_cached(concat!("SELECT ", columns!(), " FROM outbox ORDER BY id")).map_err(sql)?;
-        let rows = st.query_map([], row).map_err(sql)?.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?;
-        Ok(rows.into_iter().map(|(r, _, _)| r).collect())
+        self.rows(concat!("SELECT ", columns!(), " FROM outbox ORDER BY id"), args![], row)
     }
 }
+
+#[cfg(test)]
+#[path = "outbox_tests.rs"]
+mod tests;

@@ -2,13 +2,15 @@
 //! time its lease expires. Runs and outbox claims name their owner by `owner_id`; work is held
 //! while its owner's row exists with `expires_at` in the future (API.md §1.7).
 //!
+//! It also reads the database's clock ([`Db::shared_clock_ms`]): on a server several hosts
+//! share, leases are written and judged by the server's time, never by one host's.
+//!
 //! This module only reads and writes the rows. It never decides whether an owner is gone: that
 //! rule (expiry, or a dead process on this host) is `crate::owner`'s, which tells this module
 //! which rows to delete.
 
-use rusqlite::params;
-
-use super::{sql, Db};
+use super::{Db, Dialect};
+use crate::args;
 use crate::error::Result;
 
 /// One owner as stored.
@@ -26,53 +28,59 @@ pub struct OwnerRecord {
     pub expires_at: i64,
 }
 
+/// The server's time in ms since the epoch, read in one round trip.
+const SERVER_NOW: &str = "SELECT CAST(floor(extract(epoch from clock_timestamp()) * 1000) AS BIGINT)";
+
 impl Db<'_> {
+    /// The time (ms since the epoch) on the database's own clock, when every process on the
+    /// database shares one: PostgreSQL's (the server's, whatever the clocks of the hosts
+    /// connected to it say); `None` on SQLite, whose processes share this machine's clock.
+    pub fn shared_clock_ms(&self) -> Result<Option<i64>> {
+        match self.dialect() {
+            Dialect::Sqlite => Ok(None),
+            Dialect::Postgres => self.row(SERVER_NOW, args![], |r| r.get::<i64>(0)),
+        }
+    }
+
+    /// The time leases on this database are read against: [`Db::shared_clock_ms`] when there
+    /// is one, else this process's clock.
+    pub fn now_ms(&self) -> Result<i64> {
+        Ok(self.shared_clock_ms()?.unwrap_or_else(crate::entry::now_ms))
+    }
+
     /// Records an owner, or renews it when its row exists (same id).
     pub fn put_owner(&self, o: &OwnerRecord) -> Result<()> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "INSERT INTO owners (owner_id, host_id, host_name, pid, started_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (owner_id) DO UPDATE SET expires_at = excluded.expires_at",
-            )
-            .map_err(sql)?;
-        st.execute(params![o.owner_id, o.host_id, o.host_name, o.pid, o.started_at, o.expires_at]).map_err(sql)?;
+        self.exec(
+            "INSERT INTO owners (owner_id, host_id, host_name, pid, started_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (owner_id) DO UPDATE SET expires_at = excluded.expires_at",
+            args![o.owner_id, o.host_id, o.host_name, o.pid, o.started_at, o.expires_at],
+        )?;
         Ok(())
     }
 
     /// Moves an owner's expiry; `false` when it has no row (it was released, or taken over).
     pub fn renew_owner(&self, owner_id: &str, expires_at: i64) -> Result<bool> {
-        let mut st =
-            self.conn()?.prepare_cached("UPDATE owners SET expires_at = ?2 WHERE owner_id = ?1").map_err(sql)?;
-        Ok(st.execute(params![owner_id, expires_at]).map_err(sql)? > 0)
+        Ok(self.exec("UPDATE owners SET expires_at = ?2 WHERE owner_id = ?1", args![owner_id, expires_at])? > 0)
     }
 
     /// Removes an owner's row: its work is no longer held by anyone.
     pub fn delete_owner(&self, owner_id: &str) -> Result<()> {
-        let mut st = self.conn()?.prepare_cached("DELETE FROM owners WHERE owner_id = ?1").map_err(sql)?;
-        st.execute([owner_id]).map_err(sql)?;
+        self.exec("DELETE FROM owners WHERE owner_id = ?1", args![owner_id])?;
         Ok(())
     }
 
     /// Every owner on record.
     pub fn owners(&self) -> Result<Vec<OwnerRecord>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached("SELECT owner_id, host_id, host_name, pid, started_at, expires_at FROM owners")
-            .map_err(sql)?;
-        let rows = st
-            .query_map([], |r| {
-                Ok(OwnerRecord {
-                    owner_id: r.get(0)?,
-                    host_id: r.get(1)?,
-                    host_name: r.get(2)?,
-                    pid: r.get::<_, i64>(3)?.clamp(0, i64::from(u32::MAX)) as u32,
-                    started_at: r.get(4)?,
-                    expires_at: r.get(5)?,
-                })
+        self.rows("SELECT owner_id, host_id, host_name, pid, started_at, expires_at FROM owners", args![], |r| {
+            Ok(OwnerRecord {
+                owner_id: r.get(0)?,
+                host_id: r.get(1)?,
+                host_name: r.get(2)?,
+                pid: r.get::<i64>(3)?.clamp(0, i64::from(u32::MAX)) as u32,
+                started_at: r.get(4)?,
+                expires_at: r.get(5)?,
             })
-            .map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+        })
     }
 }

@@ -3,9 +3,8 @@
 //! kill, another host that stopped) can be told and ended. Each run names its owner
 //! (`owners.owner_id`, API.md §1.7).
 
-use rusqlite::{params, OptionalExtension};
-
-use super::{sql, Db};
+use super::Db;
+use crate::args;
 use crate::error::Result;
 
 /// A run as stored.
@@ -25,108 +24,78 @@ pub struct RunRecord {
 impl Db<'_> {
     /// Records a run as running.
     pub fn insert_run(&self, r: &RunRecord, owner: &str) -> Result<()> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "INSERT INTO runs (run_id, session_key, lane, chain_id, status, started_at, ended_at, error, owner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .map_err(sql)?;
-        st.execute(params![
-            r.run_id,
-            r.session_key,
-            r.lane,
-            r.chain_id,
-            r.status,
-            r.started_at,
-            r.ended_at,
-            r.error,
-            owner
-        ])
-        .map_err(sql)?;
+        self.exec(
+            "INSERT INTO runs (run_id, session_key, lane, chain_id, status, started_at, ended_at, error, owner)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            args![r.run_id, r.session_key, r.lane, r.chain_id, r.status, r.started_at, r.ended_at, r.error, owner],
+        )?;
         Ok(())
     }
 
     /// Records how a run ended, unless it already has (someone that took it over ended it
     /// first: the first end stands); whether it was still running.
     pub fn finish_run(&self, run_id: &str, status: &str, ended_at: i64, error: Option<&str>) -> Result<bool> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1 AND status = 'running'",
-            )
-            .map_err(sql)?;
-        Ok(st.execute(params![run_id, status, ended_at, error]).map_err(sql)? > 0)
+        let n = self.exec(
+            "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1 AND status = 'running'",
+            args![run_id, status, ended_at, error],
+        )?;
+        Ok(n > 0)
     }
 
     pub fn run(&self, run_id: &str) -> Result<Option<RunRecord>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT run_id, session_key, lane, chain_id, status, started_at, ended_at, error FROM runs WHERE run_id = ?1",
-            )
-            .map_err(sql)?;
-        st.query_row([run_id], |r| {
-            Ok(RunRecord {
-                run_id: r.get(0)?,
-                session_key: r.get(1)?,
-                lane: r.get(2)?,
-                chain_id: r.get(3)?,
-                status: r.get(4)?,
-                started_at: r.get(5)?,
-                ended_at: r.get(6)?,
-                error: r.get(7)?,
-            })
-        })
-        .optional()
-        .map_err(sql)
+        self.row(
+            "SELECT run_id, session_key, lane, chain_id, status, started_at, ended_at, error FROM runs WHERE run_id = ?1",
+            args![run_id],
+            |r| {
+                Ok(RunRecord {
+                    run_id: r.get(0)?,
+                    session_key: r.get(1)?,
+                    lane: r.get(2)?,
+                    chain_id: r.get(3)?,
+                    status: r.get(4)?,
+                    started_at: r.get(5)?,
+                    ended_at: r.get(6)?,
+                    error: r.get(7)?,
+                })
+            },
+        )
     }
-}
 
-impl Db<'_> {
     /// How many runs a chain holds.
     pub fn chain_run_count(&self, chain_id: &str) -> Result<u64> {
-        let mut st = self.conn()?.prepare_cached("SELECT count(*) FROM runs WHERE chain_id = ?1").map_err(sql)?;
-        st.query_row([chain_id], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
+        self.count("SELECT count(*) FROM runs WHERE chain_id = ?1", args![chain_id])
     }
 
     /// The newest run still running on a session: `(run_id, chain_id)`.
     pub fn running_on(&self, session_key: &str) -> Result<Option<(String, Option<String>)>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT run_id, chain_id FROM runs WHERE session_key = ?1 AND status = 'running'
-                 ORDER BY started_at DESC LIMIT 1",
-            )
-            .map_err(sql)?;
-        st.query_row([session_key], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(sql)
+        self.row(
+            "SELECT run_id, chain_id FROM runs WHERE session_key = ?1 AND status = 'running'
+             ORDER BY started_at DESC LIMIT 1",
+            args![session_key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
     }
 
     /// Ends with `status` and `error` every run still running whose owner holds no lease at
     /// `now` (no owner, an owner with no row, or one whose lease expired): the takeover of a
     /// gone owner's runs (API.md §1.7). Returns their ids.
     pub fn end_unheld_runs(&self, now: i64, status: &str, error: &str) -> Result<Vec<String>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "UPDATE runs SET status = ?2, ended_at = ?1, error = ?3
-                 WHERE status = 'running'
-                   AND (owner IS NULL OR owner NOT IN (SELECT owner_id FROM owners WHERE expires_at > ?1))
-                 RETURNING run_id",
-            )
-            .map_err(sql)?;
-        let rows = st.query_map(params![now, status, error], |r| r.get(0)).map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<String>>>().map_err(sql)
+        self.rows(
+            "UPDATE runs SET status = ?2, ended_at = ?1, error = ?3
+             WHERE status = 'running'
+               AND (owner IS NULL OR owner NOT IN (SELECT owner_id FROM owners WHERE expires_at > ?1))
+             RETURNING run_id",
+            args![now, status, error],
+            |r| r.get(0),
+        )
     }
 
     /// Ends a run that is still running (and only then) with `status` and `error`; whether it was.
     pub fn end_if_running(&self, run_id: &str, status: &str, ended_at: i64, error: &str) -> Result<bool> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE run_id = ?1 AND status = 'running'",
-            )
-            .map_err(sql)?;
-        Ok(st.execute(params![run_id, status, ended_at, error]).map_err(sql)? > 0)
+        self.finish_run(run_id, status, ended_at, Some(error))
     }
 }
+
+#[cfg(test)]
+#[path = "runs_tests.rs"]
+mod tests;

@@ -4,10 +4,10 @@
 //! from the record, so they never disagree with it. No decisions here: callers hand in finished
 //! records.
 
-use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use super::{sql, Db};
+use super::Db;
+use crate::args;
 use crate::error::Result;
 
 /// How a child run ended (`outcome`).
@@ -117,200 +117,93 @@ fn read_rows(rows: Vec<String>) -> Vec<SubagentRun> {
 impl Db<'_> {
     /// Inserts a record, or updates it in place (it keeps its place in registration order).
     pub fn put_subagent_run(&self, r: &SubagentRun) -> Result<()> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "INSERT INTO subagent_runs
-                   (run_id, requester_key, child_key, ended, announce_status, archive_at, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (run_id) DO UPDATE SET requester_key = ?2, child_key = ?3, ended = ?4,
-                   announce_status = ?5, archive_at = ?6, record = ?7",
-            )
-            .map_err(sql)?;
-        st.execute(params![
-            r.run_id,
-            r.requester_session_key,
-            r.child_session_key,
-            i64::from(r.ended_at.is_some()),
-            r.announce.status,
-            r.archive_at_ms,
-            r.to_json().to_string()
-        ])
-        .map_err(sql)?;
+        self.exec(
+            "INSERT INTO subagent_runs
+               (run_id, requester_key, child_key, ended, announce_status, archive_at, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (run_id) DO UPDATE SET requester_key = ?2, child_key = ?3, ended = ?4,
+               announce_status = ?5, archive_at = ?6, record = ?7",
+            args![
+                r.run_id,
+                r.requester_session_key,
+                r.child_session_key,
+                i64::from(r.ended_at.is_some()),
+                r.announce.status,
+                r.archive_at_ms,
+                r.to_json().to_string()
+            ],
+        )?;
         Ok(())
     }
 
     /// One record; `None` when missing or unreadable.
     pub fn subagent_run(&self, run_id: &str) -> Result<Option<SubagentRun>> {
-        let mut st = self.conn()?.prepare_cached("SELECT record FROM subagent_runs WHERE run_id = ?1").map_err(sql)?;
-        let text: Option<String> = st.query_row([run_id], |r| r.get(0)).optional().map_err(sql)?;
+        let text =
+            self.row("SELECT record FROM subagent_runs WHERE run_id = ?1", args![run_id], |r| r.get::<String>(0))?;
         Ok(text.and_then(|t| SubagentRun::from_json(&t)))
     }
 
     /// Every record (or those of one requester), in `createdAt` order (registration order among equals); unreadable rows skipped.
     pub fn subagent_runs(&self, requester_key: Option<&str>) -> Result<Vec<SubagentRun>> {
         let rows = match requester_key {
-            Some(key) => {
-                let mut st = self
-                    .conn()?
-                    .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 ORDER BY rowid")
-                    .map_err(sql)?;
-                let rows = st.query_map([key], |r| r.get::<_, String>(0)).map_err(sql)?;
-                rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
-            }
-            None => {
-                let mut st =
-                    self.conn()?.prepare_cached("SELECT record FROM subagent_runs ORDER BY rowid").map_err(sql)?;
-                let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
-                rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
-            }
+            Some(key) => self.rows(
+                "SELECT record FROM subagent_runs WHERE requester_key = ?1 ORDER BY rowid",
+                args![key],
+                |r| r.get(0),
+            )?,
+            None => self.rows("SELECT record FROM subagent_runs ORDER BY rowid", args![], |r| r.get(0))?,
         };
         Ok(read_rows(rows))
     }
 
     /// The records of a requester whose run has not ended, in `createdAt` order.
     pub fn running_subagent_runs(&self, requester_key: &str) -> Result<Vec<SubagentRun>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached("SELECT record FROM subagent_runs WHERE requester_key = ?1 AND ended = 0 ORDER BY rowid")
-            .map_err(sql)?;
-        let rows = st.query_map([requester_key], |r| r.get::<_, String>(0)).map_err(sql)?;
-        Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
+        let rows = self.rows(
+            "SELECT record FROM subagent_runs WHERE requester_key = ?1 AND ended = 0 ORDER BY rowid",
+            args![requester_key],
+            |r| r.get(0),
+        )?;
+        Ok(read_rows(rows))
     }
 
     /// How many children of a requester are still running: registered ones whose run has not
     /// ended, and ones whose run has started (in any process) but which are not registered yet.
     pub fn running_subagent_count(&self, requester_key: &str) -> Result<u64> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(concat!(
+        self.count(
+            concat!(
                 "SELECT count(*) FROM (",
                 "SELECT child_key FROM subagent_runs WHERE requester_key = ?1 AND ended = 0 ",
                 "UNION SELECT r.session_key FROM runs r JOIN sessions s ON s.key = r.session_key ",
-                "WHERE r.status = 'running' AND r.lane = 'subagent' AND s.spawned_by = ?1)"
-            ))
-            .map_err(sql)?;
-        st.query_row([requester_key], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
+                "WHERE r.status = 'running' AND r.lane = 'subagent' AND s.spawned_by = ?1) AS running"
+            ),
+            args![requester_key],
+        )
     }
 
     /// When the next archive is due, if any record has one.
     pub fn next_subagent_archive(&self) -> Result<Option<i64>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached("SELECT min(archive_at) FROM subagent_runs WHERE archive_at IS NOT NULL")
-            .map_err(sql)?;
-        st.query_row([], |r| r.get::<_, Option<i64>>(0)).map_err(sql)
+        let due = self.row("SELECT min(archive_at) FROM subagent_runs WHERE archive_at IS NOT NULL", args![], |r| {
+            r.get::<Option<i64>>(0)
+        })?;
+        Ok(due.flatten())
     }
 
     /// The records whose archive time has come (`archive_at <= now`).
     pub fn due_subagent_archives(&self, now: i64) -> Result<Vec<SubagentRun>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT record FROM subagent_runs WHERE archive_at IS NOT NULL AND archive_at <= ?1 ORDER BY rowid",
-            )
-            .map_err(sql)?;
-        let rows = st.query_map([now], |r| r.get::<_, String>(0)).map_err(sql)?;
-        Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
+        let rows = self.rows(
+            "SELECT record FROM subagent_runs WHERE archive_at IS NOT NULL AND archive_at <= ?1 ORDER BY rowid",
+            args![now],
+            |r| r.get(0),
+        )?;
+        Ok(read_rows(rows))
     }
 
     /// Removes a record; whether there was one.
     pub fn delete_subagent_run(&self, run_id: &str) -> Result<bool> {
-        let mut st = self.conn()?.prepare_cached("DELETE FROM subagent_runs WHERE run_id = ?1").map_err(sql)?;
-        Ok(st.execute([run_id]).map_err(sql)? > 0)
+        Ok(self.exec("DELETE FROM subagent_runs WHERE run_id = ?1", args![run_id])? > 0)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::Store;
-
-    fn record(id: &str, requester: &str, created: i64) -> SubagentRun {
-        SubagentRun {
-            run_id: id.into(),
-            child_session_key: format!("agent:main:subagent:{id}"),
-            requester_session_key: requester.into(),
-            requester_display_key: "main".into(),
-            requester_origin: None,
-            task: "t".into(),
-            label: None,
-            cleanup: "keep".into(),
-            created_at: created,
-            started_at: Some(created),
-            ended_at: None,
-            outcome: None,
-            announce: AnnounceState { status: "pending".into(), attempts: 0, idempotency_key: format!("k-{id}") },
-            archive_at_ms: None,
-            cleanup_completed_at: None,
-        }
-    }
-
-    #[test]
-    fn records_round_trip_in_created_order_with_derived_columns() {
-        let s = Store::open(":memory:").unwrap();
-        let mut b = record("b", "agent:main:main", 20);
-        s.write(|db| {
-            db.put_subagent_run(&b)?;
-            db.put_subagent_run(&record("a", "agent:main:main", 10))?;
-            db.put_subagent_run(&record("c", "agent:main:other", 5))
-        })
-        .unwrap();
-        let ids = |v: Vec<SubagentRun>| v.into_iter().map(|r| r.run_id).collect::<Vec<_>>();
-        assert_eq!(ids(s.read(|db| db.subagent_runs(None)).unwrap()), ["c", "a", "b"]);
-        assert_eq!(ids(s.read(|db| db.subagent_runs(Some("agent:main:main"))).unwrap()), ["a", "b"]);
-        assert_eq!(s.read(|db| db.running_subagent_count("agent:main:main")).unwrap(), 2);
-        b.ended_at = Some(30);
-        b.archive_at_ms = Some(40);
-        s.write(|db| db.put_subagent_run(&b)).unwrap();
-        assert_eq!(s.read(|db| db.running_subagent_count("agent:main:main")).unwrap(), 1);
-        assert_eq!(s.read(|db| db.next_subagent_archive()).unwrap(), Some(40));
-        assert!(s.read(|db| db.due_subagent_archives(39)).unwrap().is_empty());
-        assert_eq!(ids(s.read(|db| db.due_subagent_archives(40)).unwrap()), ["b"]);
-        assert_eq!(s.read(|db| db.subagent_run("b")).unwrap(), Some(b));
-        assert!(s.write(|db| db.delete_subagent_run("b")).unwrap());
-        assert_eq!(s.read(|db| db.subagent_run("b")).unwrap(), None);
-    }
-
-    #[test]
-    fn the_json_is_the_api_shape_and_absent_fields_are_left_out() {
-        let v = record("a", "agent:main:main", 1).to_json();
-        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "runId",
-                "childSessionKey",
-                "requesterSessionKey",
-                "requesterDisplayKey",
-                "task",
-                "cleanup",
-                "createdAt",
-                "startedAt",
-                "announce"
-            ]
-        );
-        assert_eq!(v["announce"], serde_json::json!({"status": "pending", "attempts": 0, "idempotencyKey": "k-a"}));
-    }
-
-    #[test]
-    fn unreadable_records_are_skipped_and_a_missing_announce_gets_a_stable_key() {
-        assert_eq!(SubagentRun::from_json("not json"), None);
-        assert_eq!(SubagentRun::from_json("[1]"), None);
-        assert_eq!(SubagentRun::from_json(r#"{"runId": 5}"#), None);
-        let r = SubagentRun::from_json(
-            r#"{"runId":"r1","childSessionKey":"c","requesterSessionKey":"q","requesterDisplayKey":"q","endedAt":9}"#,
-        )
-        .unwrap();
-        assert_eq!(r.announce.idempotency_key, "subagent-announce:r1");
-        let f = SubagentRun::from_json(
-            r#"{"runId":"r2","childSessionKey":"c","requesterSessionKey":"q","requesterDisplayKey":"q","createdAt":1.7e12,"endedAt":5.9,"startedAt":"x","announce":{"status":"pending","attempts":2.0,"idempotencyKey":"k"}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            (f.created_at, f.ended_at, f.started_at, f.announce.attempts),
-            (1_700_000_000_000, Some(5), None, 2)
-        );
-        assert_eq!((r.cleanup.as_str(), r.ended_at), ("keep", Some(9)));
-    }
-}
+#[path = "subagents_tests.rs"]
+pub(crate) mod tests;

@@ -4,11 +4,11 @@
 //! the importer writes 2026.9 rows here too. Fields this build does not know are kept as they
 //! came. No decisions here: callers hand in finished rows.
 
-use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{sql, Db};
+use super::{Db, Dialect};
+use crate::args;
 use crate::error::Result;
 
 /// One task (2026.9 `TaskRecord`): `status` queued|running|succeeded|failed|timed_out|
@@ -73,73 +73,80 @@ fn read_rows(rows: Vec<String>) -> Vec<TaskRow> {
     rows.iter().filter_map(|t| TaskRow::from_json(t)).collect()
 }
 
+/// The blocked completions still within their retention, read from the record (SQLite's JSON
+/// functions; on PostgreSQL `jsonb`, where a `cleanupAfter` that is not a number counts as "still
+/// kept", as SQLite's ordering of text above numbers makes it there).
+const BLOCKED_SQLITE: &str =
+    "SELECT count(*) FROM task_runs WHERE json_extract(record, '$.terminalOutcome') = 'blocked'
+       AND coalesce(json_extract(record, '$.cleanupAfter'), ?1 + 1) > ?1";
+const BLOCKED_PG: &str = "SELECT count(*) FROM task_runs WHERE (record::jsonb ->> 'terminalOutcome') = 'blocked'
+       AND CASE WHEN jsonb_typeof(record::jsonb -> 'cleanupAfter') = 'number'
+           THEN (record::jsonb ->> 'cleanupAfter')::numeric > ?1 ELSE TRUE END";
+
 impl Db<'_> {
-    /// Inserts a task, or replaces the row with the same `taskId`.
+    /// Inserts a task, or replaces the row with the same `taskId` (it keeps its place among
+    /// equal `createdAt`s).
     pub fn put_task_run(&self, t: &TaskRow) -> Result<()> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "INSERT OR REPLACE INTO task_runs (task_id, run_id, runtime, status, delivery_status, owner_key,
-                   requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )
-            .map_err(sql)?;
-        st.execute(params![
-            t.task_id,
-            t.run_id,
-            t.runtime,
-            t.status,
-            t.delivery_status,
-            t.owner_key,
-            t.requester_session_key,
-            t.child_session_key,
-            t.agent_id,
-            t.created_at,
-            t.ended_at,
-            t.to_json().to_string()
-        ])
-        .map_err(sql)?;
+        self.exec(
+            "INSERT INTO task_runs (task_id, run_id, runtime, status, delivery_status, owner_key,
+               requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             ON CONFLICT (task_id) DO UPDATE SET run_id = ?2, runtime = ?3, status = ?4, delivery_status = ?5,
+               owner_key = ?6, requester_session_key = ?7, child_session_key = ?8, agent_id = ?9,
+               created_at = ?10, ended_at = ?11, record = ?12",
+            args![
+                t.task_id,
+                t.run_id,
+                t.runtime,
+                t.status,
+                t.delivery_status,
+                t.owner_key,
+                t.requester_session_key,
+                t.child_session_key,
+                t.agent_id,
+                t.created_at,
+                t.ended_at,
+                t.to_json().to_string()
+            ],
+        )?;
         Ok(())
     }
 
     /// One task by id; `None` when missing or unreadable.
     pub fn task_run(&self, task_id: &str) -> Result<Option<TaskRow>> {
-        let mut st = self.conn()?.prepare_cached("SELECT record FROM task_runs WHERE task_id = ?1").map_err(sql)?;
-        let text: Option<String> = st.query_row([task_id], |r| r.get(0)).optional().map_err(sql)?;
+        let text =
+            self.row("SELECT record FROM task_runs WHERE task_id = ?1", args![task_id], |r| r.get::<String>(0))?;
         Ok(text.and_then(|t| TaskRow::from_json(&t)))
     }
 
     /// The task of a run (the oldest, should there be more than one).
     pub fn task_run_by_run_id(&self, run_id: &str) -> Result<Option<TaskRow>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached("SELECT record FROM task_runs WHERE run_id = ?1 ORDER BY created_at, rowid LIMIT 1")
-            .map_err(sql)?;
-        let text: Option<String> = st.query_row([run_id], |r| r.get(0)).optional().map_err(sql)?;
+        let text = self.row(
+            "SELECT record FROM task_runs WHERE run_id = ?1 ORDER BY created_at, rowid LIMIT 1",
+            args![run_id],
+            |r| r.get::<String>(0),
+        )?;
         Ok(text.and_then(|t| TaskRow::from_json(&t)))
     }
 
     /// Completed tasks whose completion could not be delivered (terminal outcome `blocked`)
     /// still within their retention at `now`.
     pub fn blocked_task_count(&self, now: i64) -> Result<u64> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT count(*) FROM task_runs WHERE json_extract(record, '$.terminalOutcome') = 'blocked'
-                   AND coalesce(json_extract(record, '$.cleanupAfter'), ?1 + 1) > ?1",
-            )
-            .map_err(sql)?;
-        st.query_row([now], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(sql)
+        let q = match self.dialect() {
+            Dialect::Sqlite => BLOCKED_SQLITE,
+            Dialect::Postgres => BLOCKED_PG,
+        };
+        self.count(q, args![now])
     }
 
     /// The tasks one session owns, oldest first; unreadable rows skipped.
     pub fn task_runs_for_owner(&self, owner_key: &str) -> Result<Vec<TaskRow>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached("SELECT record FROM task_runs WHERE owner_key = ?1 ORDER BY created_at, rowid")
-            .map_err(sql)?;
-        let rows = st.query_map([owner_key], |r| r.get::<_, String>(0)).map_err(sql)?;
-        Ok(read_rows(rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?))
+        let rows = self.rows(
+            "SELECT record FROM task_runs WHERE owner_key = ?1 ORDER BY created_at, rowid",
+            args![owner_key],
+            |r| r.get(0),
+        )?;
+        Ok(read_rows(rows))
     }
 }
 

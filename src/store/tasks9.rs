@@ -4,9 +4,8 @@
 //!
 //! It never interprets a row (status words, delivery states): callers hand it finished rows.
 
-use rusqlite::params;
-
-use super::{sql, Db};
+use super::{Db, Row};
+use crate::args;
 use crate::error::Result;
 
 /// One `task_runs_2026_9` row; `record` is the whole 2026.9 row as a JSON object (camelCase names).
@@ -26,7 +25,15 @@ pub struct Task9Row {
     pub record: String,
 }
 
-fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Task9Row> {
+/// The columns [`task_row`] reads, in its order.
+macro_rules! task9_columns {
+    () => {
+        "task_id, run_id, runtime, status, delivery_status, owner_key, requester_session_key, \
+         child_session_key, agent_id, created_at, ended_at, record"
+    };
+}
+
+fn task_row(r: &Row<'_>) -> Result<Task9Row> {
     Ok(Task9Row {
         task_id: r.get(0)?,
         run_id: r.get(1)?,
@@ -46,16 +53,13 @@ fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Task9Row> {
 impl Db<'_> {
     /// Adds a task row unless one with its task id is stored; whether it was added.
     pub fn insert_task9_if_absent(&self, t: &Task9Row) -> Result<bool> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "INSERT OR IGNORE INTO task_runs_2026_9 (task_id, run_id, runtime, status, delivery_status, owner_key,
-                     requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )
-            .map_err(sql)?;
-        let n = st
-            .execute(params![
+        let n = self.exec(
+            concat!(
+                "INSERT INTO task_runs_2026_9 (",
+                task9_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (task_id) DO NOTHING"
+            ),
+            args![
                 t.task_id,
                 t.run_id,
                 t.runtime,
@@ -68,81 +72,115 @@ impl Db<'_> {
                 t.created_at,
                 t.ended_at,
                 t.record
-            ])
-            .map_err(sql)?;
+            ],
+        )?;
         Ok(n > 0)
     }
 
     /// Every task row, oldest first.
     pub fn all_tasks9(&self) -> Result<Vec<Task9Row>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT task_id, run_id, runtime, status, delivery_status, owner_key, requester_session_key,
-                        child_session_key, agent_id, created_at, ended_at, record
-                 FROM task_runs_2026_9 ORDER BY created_at, task_id",
-            )
-            .map_err(sql)?;
-        let rows = st.query_map([], task_row).map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+        self.rows(
+            concat!("SELECT ", task9_columns!(), " FROM task_runs_2026_9 ORDER BY created_at, task_id"),
+            args![],
+            task_row,
+        )
     }
 
     /// The task rows an owner (a requester session key) holds, newest first.
     pub fn tasks9_of_owner(&self, owner_key: &str) -> Result<Vec<Task9Row>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT task_id, run_id, runtime, status, delivery_status, owner_key, requester_session_key,
-                        child_session_key, agent_id, created_at, ended_at, record
-                 FROM task_runs_2026_9 WHERE owner_key = ?1 ORDER BY created_at DESC, task_id",
-            )
-            .map_err(sql)?;
-        let rows = st.query_map([owner_key], task_row).map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+        self.rows(
+            concat!(
+                "SELECT ",
+                task9_columns!(),
+                " FROM task_runs_2026_9 WHERE owner_key = ?1 ORDER BY created_at DESC, task_id"
+            ),
+            args![owner_key],
+            task_row,
+        )
     }
 
     /// The task row of a run, if any.
     pub fn task9_by_run(&self, run_id: &str) -> Result<Option<Task9Row>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT task_id, run_id, runtime, status, delivery_status, owner_key, requester_session_key,
-                        child_session_key, agent_id, created_at, ended_at, record
-                 FROM task_runs_2026_9 WHERE run_id = ?1 ORDER BY created_at DESC, task_id LIMIT 1",
-            )
-            .map_err(sql)?;
-        let mut rows = st.query_map([run_id], task_row).map_err(sql)?;
-        rows.next().transpose().map_err(sql)
+        self.row(
+            concat!(
+                "SELECT ",
+                task9_columns!(),
+                " FROM task_runs_2026_9 WHERE run_id = ?1 ORDER BY created_at DESC, task_id LIMIT 1"
+            ),
+            args![run_id],
+            task_row,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::pg::testdb;
+    use crate::store::subagents::tests::reopenable_urls;
     use crate::store::Store;
+
+    fn row(id: &str, run: &str, created: i64) -> Task9Row {
+        Task9Row {
+            task_id: id.into(),
+            run_id: Some(run.into()),
+            runtime: "subagent".into(),
+            status: "succeeded".into(),
+            delivery_status: "delivered".into(),
+            owner_key: "agent:main:main".into(),
+            requester_session_key: None,
+            child_session_key: None,
+            agent_id: None,
+            created_at: created,
+            ended_at: Some(created + 1),
+            record: format!("{{\"taskId\":\"{id}\"}}"),
+        }
+    }
 
     #[test]
     fn a_task_row_is_added_once_and_found_by_owner_and_run() {
-        let st = Store::open(":memory:").unwrap();
-        let row = Task9Row {
-            task_id: "t1".into(),
-            run_id: Some("r1".into()),
-            runtime: "subagent".into(),
-            status: "running".into(),
-            delivery_status: "pending".into(),
-            owner_key: "agent:main:main".into(),
-            requester_session_key: Some("agent:main:main".into()),
-            child_session_key: Some("agent:main:subagent:x".into()),
-            agent_id: Some("main".into()),
-            created_at: 5,
-            ended_at: None,
-            record: "{\"taskId\":\"t1\"}".into(),
-        };
-        assert!(st.write(|db| db.insert_task9_if_absent(&row)).unwrap());
-        assert!(!st.write(|db| db.insert_task9_if_absent(&row)).unwrap());
-        assert_eq!(st.read(|db| db.tasks9_of_owner("agent:main:main")).unwrap(), vec![row.clone()]);
-        assert_eq!(st.read(|db| db.task9_by_run("r1")).unwrap(), Some(row.clone()));
-        assert_eq!(st.read(|db| db.task9_by_run("r2")).unwrap(), None);
-        assert_eq!(st.read(|db| db.all_tasks9()).unwrap().len(), 1);
+        for st in testdb::stores() {
+            let on = format!("{:?}", st.dialect());
+            let one = Task9Row {
+                status: "running".into(),
+                delivery_status: "pending".into(),
+                requester_session_key: Some("agent:main:main".into()),
+                child_session_key: Some("agent:main:subagent:x".into()),
+                agent_id: Some("main".into()),
+                ended_at: None,
+                ..row("t1", "r1", 5)
+            };
+            assert!(st.write(|db| db.insert_task9_if_absent(&one)).unwrap(), "{on}");
+            let changed = Task9Row { status: "lost".into(), ..one.clone() };
+            assert!(!st.write(|db| db.insert_task9_if_absent(&changed)).unwrap(), "{on}");
+            assert_eq!(st.read(|db| db.tasks9_of_owner("agent:main:main")).unwrap(), vec![one.clone()], "{on}");
+            assert_eq!(st.read(|db| db.task9_by_run("r1")).unwrap(), Some(one.clone()), "{on}");
+            assert_eq!(st.read(|db| db.task9_by_run("r2")).unwrap(), None, "{on}");
+            assert_eq!(st.read(|db| db.all_tasks9()).unwrap(), vec![one], "{on}");
+        }
+    }
+
+    #[test]
+    fn rows_come_back_by_time_then_id_and_survive_a_restart() {
+        for url in reopenable_urls() {
+            let st = Store::open(&url).unwrap();
+            st.write(|db| {
+                for r in [row("b", "r", 2), row("c", "r", 1), row("a", "r", 2), row("d", "q", 3)] {
+                    db.insert_task9_if_absent(&r)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            st.close();
+            let st = Store::open(&url).unwrap();
+            let ids = |v: Vec<Task9Row>| v.into_iter().map(|t| t.task_id).collect::<Vec<_>>();
+            assert_eq!(ids(st.read(|db| db.all_tasks9()).unwrap()), ["c", "a", "b", "d"], "{url}");
+            assert_eq!(
+                ids(st.read(|db| db.tasks9_of_owner("agent:main:main")).unwrap()),
+                ["d", "a", "b", "c"],
+                "{url}"
+            );
+            assert_eq!(st.read(|db| db.task9_by_run("r")).unwrap().map(|t| t.task_id), Some("a".into()), "{url}");
+        }
     }
 }

@@ -221,18 +221,22 @@ fn two_stores_on_one_file_lose_no_read_modify_write_update() {
 
 #[test]
 fn history_pages_back_with_a_cursor() {
-    let s = Store::open(":memory:").unwrap();
-    let msgs: Vec<(Option<String>, String)> =
-        (1..=250).map(|i| (Some("user".to_owned()), format!(r#"{{"role":"user","content":"m{i}"}}"#))).collect();
-    s.write(|db| db.append_messages("sid", &msgs)).unwrap();
-    let p1 = s.read(|db| db.history_page("sid", 100, None)).unwrap();
-    assert_eq!(p1.messages.len(), 100);
-    assert!(p1.messages[0].json.contains("m151") && p1.messages[99].json.contains("m250"));
-    let p2 = s.read(|db| db.history_page("sid", 100, p1.next_before)).unwrap();
-    assert!(p2.messages[0].json.contains("m51"));
-    let p3 = s.read(|db| db.history_page("sid", 100, p2.next_before)).unwrap();
-    assert_eq!(p3.messages.len(), 50);
-    assert_eq!(p3.next_before, None);
+    for s in pg::testdb::stores() {
+        let d = s.dialect();
+        let msgs: Vec<(Option<String>, String)> =
+            (1..=250).map(|i| (Some("user".to_owned()), format!(r#"{{"role":"user","content":"m{i}"}}"#))).collect();
+        s.write(|db| db.append_messages("sid", &msgs)).unwrap();
+        let p1 = s.read(|db| db.history_page("sid", 100, None)).unwrap();
+        assert_eq!(p1.messages.len(), 100, "{d:?}");
+        assert!(p1.messages[0].json.contains("m151") && p1.messages[99].json.contains("m250"), "{d:?}");
+        let p2 = s.read(|db| db.history_page("sid", 100, p1.next_before)).unwrap();
+        assert!(p2.messages[0].json.contains("m51"), "{d:?}");
+        let p3 = s.read(|db| db.history_page("sid", 100, p2.next_before)).unwrap();
+        assert_eq!(p3.messages.len(), 50, "{d:?}");
+        assert_eq!(p3.next_before, None, "{d:?}");
+        let first = s.read(|db| db.first_messages("sid", 2)).unwrap();
+        assert_eq!(first.iter().map(|m| m.seq).collect::<Vec<_>>(), [1, 2], "{d:?}");
+    }
 }
 
 fn plan(s: &Store, sql: &str) -> String {

@@ -12,9 +12,9 @@
 //! transcript: sequence numbers are, and a generated id is checked against the ids read from
 //! files only when the transcript has any (an index lookup).
 
-use rusqlite::params;
-
-use super::{sql, Db};
+use super::bulk::EntryRow;
+use super::{Db, Dialect, Row};
+use crate::args;
 use crate::error::Result;
 
 /// One stored message: its sequence number, role and JSON text.
@@ -110,57 +110,55 @@ fn ids_of(seq: i64, entry_id: Option<String>, parent_id: Option<String>) -> (Str
 impl Db<'_> {
     /// The last entry of a transcript: its sequence number (0 when empty) and id.
     fn last_entry(&self, session_id: &str) -> Result<(i64, Option<String>)> {
-        let mut best: (i64, Option<String>) = (0, None);
-        let statements = [
-            self.conn()?
-                .prepare_cached("SELECT seq, entry_id FROM messages WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1")
-                .map_err(sql)?,
-            self.conn()?
-                .prepare_cached(
-                    "SELECT seq, entry_id FROM transcript_entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
-                )
-                .map_err(sql)?,
-        ];
-        for mut st in statements {
-            let mut rows = st.query([session_id]).map_err(sql)?;
-            if let Some(r) = rows.next().map_err(sql)? {
-                let seq: i64 = r.get(0).map_err(sql)?;
-                if seq > best.0 {
-                    let id: Option<String> = r.get(1).map_err(sql)?;
-                    best = (seq, Some(id.unwrap_or_else(|| seq_id(seq))));
-                }
-            }
-        }
-        Ok(best)
+        let last = self.row(
+            "SELECT seq, entry_id FROM \
+             (SELECT seq, entry_id FROM messages WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1) AS m \
+             UNION ALL SELECT seq, entry_id FROM \
+             (SELECT seq, entry_id FROM transcript_entries WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1) AS t \
+             ORDER BY 1 DESC LIMIT 1",
+            args![session_id],
+            |r| Ok((r.get::<i64>(0)?, r.get::<Option<String>>(1)?)),
+        )?;
+        Ok(match last {
+            Some((seq, id)) => (seq, Some(id.unwrap_or_else(|| seq_id(seq)))),
+            None => (0, None),
+        })
     }
 
     /// Whether an id was read from a file into this transcript.
     fn id_was_read(&self, session_id: &str, id: &str) -> Result<bool> {
-        // INDEXED BY: without statistics the planner would walk the transcript by its key.
-        let mut st = self
-            .conn()?
-            .prepare_cached(
+        let q = match self.dialect() {
+            // INDEXED BY: without statistics the planner would walk the transcript by its key.
+            Dialect::Sqlite => {
                 "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
                  WHERE session_id = ?1 AND entry_id = ?2 AND envelope IS NOT NULL) \
                  OR EXISTS (SELECT 1 FROM transcript_entries INDEXED BY transcript_entries_by_id \
-                 WHERE session_id = ?1 AND entry_id = ?2)",
-            )
-            .map_err(sql)?;
-        st.query_row(params![session_id, id], |r| r.get(0)).map_err(sql)
+                 WHERE session_id = ?1 AND entry_id = ?2)"
+            }
+            Dialect::Postgres => {
+                "SELECT EXISTS (SELECT 1 FROM messages \
+                 WHERE session_id = ?1 AND entry_id = ?2 AND envelope IS NOT NULL) \
+                 OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = ?1 AND entry_id = ?2)"
+            }
+        };
+        Ok(self.row(q, args![session_id, id], |r| r.get::<bool>(0))?.unwrap_or(false))
     }
 
     /// Whether the transcript holds anything read from a file (whose ids a generated one must
     /// avoid).
     fn has_read_entries(&self, session_id: &str) -> Result<bool> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
+        let q = match self.dialect() {
+            Dialect::Sqlite => {
                 "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_read_id \
                  WHERE session_id = ?1 AND envelope IS NOT NULL) \
-                 OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = ?1)",
-            )
-            .map_err(sql)?;
-        st.query_row([session_id], |r| r.get(0)).map_err(sql)
+                 OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = ?1)"
+            }
+            Dialect::Postgres => {
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND envelope IS NOT NULL) \
+                 OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = ?1)"
+            }
+        };
+        Ok(self.row(q, args![session_id], |r| r.get::<bool>(0))?.unwrap_or(false))
     }
 
     /// The id an entry appended without one gets at `seq`.
@@ -183,21 +181,8 @@ impl Db<'_> {
     pub fn append_entries(&self, session_id: &str, entries: &[NewEntry]) -> Result<Appended> {
         let (mut seq, mut prev) = self.last_entry(session_id)?;
         let check = entries.iter().any(|e| e.id.is_none()) && self.has_read_entries(session_id)?;
-        let mut msg = self
-            .conn()?
-            .prepare_cached(
-                "INSERT INTO messages (session_id, seq, role, message, entry_id, parent_id, envelope) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .map_err(sql)?;
-        let mut other = self
-            .conn()?
-            .prepare_cached(
-                "INSERT INTO transcript_entries (session_id, seq, entry_id, parent_id, type, entry) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .map_err(sql)?;
         let mut appended = Appended { first_seq: seq + 1, first_parent: None, ids: Vec::with_capacity(entries.len()) };
+        let mut rows = Vec::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             seq += 1;
             let (id, parent) = match &e.id {
@@ -208,16 +193,10 @@ impl Db<'_> {
                 appended.first_parent = parent.clone();
             }
             appended.ids.push(id.clone());
-            match &e.body {
-                EntryBody::Message { role, message, envelope } => {
-                    msg.execute(params![session_id, seq, role, message, id, parent, envelope]).map_err(sql)?
-                }
-                EntryBody::Other { kind, entry } => {
-                    other.execute(params![session_id, seq, id, parent, kind, entry]).map_err(sql)?
-                }
-            };
-            prev = Some(id);
+            prev = Some(id.clone());
+            rows.push(EntryRow { seq, id, parent_id: parent, body: &e.body });
         }
+        self.insert_entries(session_id, &rows)?;
         Ok(appended)
     }
 
@@ -235,49 +214,34 @@ impl Db<'_> {
 
     /// Every entry of a transcript, messages and the others, in order.
     pub fn each_entry(&self, session_id: &str, mut f: impl FnMut(StoredEntry) -> Result<()>) -> Result<()> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT seq, entry_id, parent_id, 1, role, message, envelope FROM messages WHERE session_id = ?1 \
-                 UNION ALL \
-                 SELECT seq, entry_id, parent_id, 0, type, entry, NULL FROM transcript_entries WHERE session_id = ?1 \
-                 ORDER BY 1",
-            )
-            .map_err(sql)?;
-        let mut rows = st.query([session_id]).map_err(sql)?;
-        while let Some(r) = rows.next().map_err(sql)? {
-            let seq: i64 = r.get(0).map_err(sql)?;
-            let (id, parent_id) = ids_of(seq, r.get(1).map_err(sql)?, r.get(2).map_err(sql)?);
-            let is_message: i64 = r.get(3).map_err(sql)?;
-            let body = if is_message == 1 {
-                EntryBody::Message {
-                    role: r.get(4).map_err(sql)?,
-                    message: r.get(5).map_err(sql)?,
-                    envelope: r.get(6).map_err(sql)?,
-                }
-            } else {
-                EntryBody::Other { kind: r.get(4).map_err(sql)?, entry: r.get(5).map_err(sql)? }
-            };
-            f(StoredEntry { seq, id, parent_id, body })?;
-        }
-        Ok(())
+        self.each(
+            "SELECT seq, entry_id, parent_id, 1, role, message, envelope FROM messages WHERE session_id = ?1 \
+             UNION ALL \
+             SELECT seq, entry_id, parent_id, 0, type, entry, NULL FROM transcript_entries WHERE session_id = ?1 \
+             ORDER BY 1",
+            args![session_id],
+            |r| {
+                let seq: i64 = r.get(0)?;
+                let (id, parent_id) = ids_of(seq, r.get(1)?, r.get(2)?);
+                let body = if r.get::<i64>(3)? == 1 {
+                    EntryBody::Message { role: r.get(4)?, message: r.get(5)?, envelope: r.get(6)? }
+                } else {
+                    EntryBody::Other { kind: r.get(4)?, entry: r.get(5)? }
+                };
+                f(StoredEntry { seq, id, parent_id, body })?;
+                Ok(true)
+            },
+        )
     }
 
     /// The last `limit` messages before `before` (a sequence number; `None` = the end), oldest
     /// first. Reads at most `limit + 1` rows; entries that are not messages are never read.
     pub fn history_page(&self, session_id: &str, limit: u32, before: Option<i64>) -> Result<HistoryPage> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT seq, role, message FROM messages WHERE session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
-            )
-            .map_err(sql)?;
-        let rows = st
-            .query_map(params![session_id, before.unwrap_or(i64::MAX), i64::from(limit) + 1], |r| {
-                Ok(StoredMessage { seq: r.get(0)?, role: r.get(1)?, json: r.get(2)? })
-            })
-            .map_err(sql)?;
-        let mut messages = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?;
+        let mut messages = self.rows(
+            "SELECT seq, role, message FROM messages WHERE session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
+            args![session_id, before.unwrap_or(i64::MAX), i64::from(limit) + 1],
+            stored_message,
+        )?;
         let more = messages.len() > limit as usize;
         messages.truncate(limit as usize);
         messages.reverse();
@@ -287,42 +251,36 @@ impl Db<'_> {
 
     /// The first `limit` messages, oldest first.
     pub fn first_messages(&self, session_id: &str, limit: u32) -> Result<Vec<StoredMessage>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached("SELECT seq, role, message FROM messages WHERE session_id = ?1 ORDER BY seq LIMIT ?2")
-            .map_err(sql)?;
-        let rows = st
-            .query_map(params![session_id, limit], |r| {
-                Ok(StoredMessage { seq: r.get(0)?, role: r.get(1)?, json: r.get(2)? })
-            })
-            .map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+        self.rows(
+            "SELECT seq, role, message FROM messages WHERE session_id = ?1 ORDER BY seq LIMIT ?2",
+            args![session_id, limit],
+            stored_message,
+        )
     }
 
     /// Removes a transcript, its other entries too; how many messages it held.
     pub fn delete_transcript(&self, session_id: &str) -> Result<usize> {
-        let mut st =
-            self.conn()?.prepare_cached("DELETE FROM transcript_entries WHERE session_id = ?1").map_err(sql)?;
-        st.execute([session_id]).map_err(sql)?;
-        let mut st = self.conn()?.prepare_cached("DELETE FROM messages WHERE session_id = ?1").map_err(sql)?;
-        st.execute([session_id]).map_err(sql)
+        self.exec("DELETE FROM transcript_entries WHERE session_id = ?1", args![session_id])?;
+        self.exec("DELETE FROM messages WHERE session_id = ?1", args![session_id])
     }
 
     /// How many messages a transcript holds.
     pub fn message_count(&self, session_id: &str) -> Result<u64> {
-        let mut st = self.conn()?.prepare_cached("SELECT count(*) FROM messages WHERE session_id = ?1").map_err(sql)?;
-        Ok(st.query_row([session_id], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64)
+        self.count("SELECT count(*) FROM messages WHERE session_id = ?1", args![session_id])
     }
 
     /// How many entries a transcript holds, messages and the others.
     pub fn entry_count(&self, session_id: &str) -> Result<u64> {
-        let mut st = self
-            .conn()?
-            .prepare_cached("SELECT count(*) FROM transcript_entries WHERE session_id = ?1")
-            .map_err(sql)?;
-        let others = st.query_row([session_id], |r| r.get::<_, i64>(0)).map_err(sql)?.max(0) as u64;
-        Ok(others + self.message_count(session_id)?)
+        self.count(
+            "SELECT (SELECT count(*) FROM messages WHERE session_id = ?1) \
+             + (SELECT count(*) FROM transcript_entries WHERE session_id = ?1)",
+            args![session_id],
+        )
     }
+}
+
+fn stored_message(r: &Row<'_>) -> Result<StoredMessage> {
+    Ok(StoredMessage { seq: r.get(0)?, role: r.get(1)?, json: r.get(2)? })
 }
 
 #[cfg(test)]

@@ -3,9 +3,8 @@
 //! announce not yet final in the outbox). Plain reads and writes; when a yield resumes is the
 //! orchestration's decision.
 
-use rusqlite::{params, OptionalExtension, Row};
-
-use super::{sql, Db};
+use super::{Db, Dialect, Row};
+use crate::args;
 use crate::error::Result;
 
 /// One persisted yield.
@@ -37,7 +36,7 @@ macro_rules! yield_columns {
     };
 }
 
-fn yield_row(r: &Row<'_>) -> rusqlite::Result<YieldRow> {
+fn yield_row(r: &Row<'_>) -> Result<YieldRow> {
     let children: String = r.get(6)?;
     Ok(YieldRow {
         yield_id: r.get(0)?,
@@ -51,7 +50,7 @@ fn yield_row(r: &Row<'_>) -> rusqlite::Result<YieldRow> {
         resume_run_id: r.get(8)?,
         created_at: r.get(9)?,
         resumed_at: r.get(10)?,
-        origin: r.get::<_, Option<String>>(11)?.and_then(|t| serde_json::from_str(&t).ok()),
+        origin: r.get::<Option<String>>(11)?.and_then(|t| serde_json::from_str(&t).ok()),
     })
 }
 
@@ -66,97 +65,94 @@ pub struct PendingChild {
     pub ended: bool,
 }
 
+/// The children a yield still waits for (see [`Db::undelivered_children`]), joined to their
+/// outbox item by the idempotency key the record names (SQLite's JSON functions, PostgreSQL's
+/// `jsonb`).
+macro_rules! undelivered_sql {
+    ($idempotency_key:literal) => {
+        concat!(
+            "SELECT s.run_id, s.child_key, s.record, s.ended FROM subagent_runs s
+             LEFT JOIN outbox o ON o.idempotency_key = ",
+            $idempotency_key,
+            " WHERE s.requester_key = ?1 AND s.announce_status <> 'skipped'
+               AND (s.ended = 0 OR (s.announce_status = 'pending' AND (o.status IS NULL OR o.status = 'pending')))
+             ORDER BY s.rowid"
+        )
+    };
+}
+const UNDELIVERED_SQLITE: &str = undelivered_sql!("json_extract(s.record, '$.announce.idempotencyKey')");
+const UNDELIVERED_PG: &str = undelivered_sql!("(s.record::jsonb -> 'announce' ->> 'idempotencyKey')");
+
 impl Db<'_> {
     /// The children of `requester_key` whose completion has not reached it: the run has not
     /// ended, or its announce is still pending and its outbox item (if recorded) is not final.
     /// A child with no completion to deliver (announce `skipped`) never counts.
     /// In registration order.
     pub fn undelivered_children(&self, requester_key: &str) -> Result<Vec<PendingChild>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "SELECT s.run_id, s.child_key, s.record, s.ended FROM subagent_runs s
-                 LEFT JOIN outbox o ON o.idempotency_key = json_extract(s.record, '$.announce.idempotencyKey')
-                 WHERE s.requester_key = ?1 AND s.announce_status <> 'skipped'
-                   AND (s.ended = 0 OR (s.announce_status = 'pending' AND (o.status IS NULL OR o.status = 'pending')))
-                 ORDER BY s.rowid",
-            )
-            .map_err(sql)?;
-        let rows = st
-            .query_map([requester_key], |r| {
-                Ok(PendingChild {
-                    run_id: r.get(0)?,
-                    child_session_key: r.get(1)?,
-                    record: r.get(2)?,
-                    ended: r.get::<_, i64>(3)? != 0,
-                })
+        let q = match self.dialect() {
+            Dialect::Sqlite => UNDELIVERED_SQLITE,
+            Dialect::Postgres => UNDELIVERED_PG,
+        };
+        self.rows(q, args![requester_key], |r| {
+            Ok(PendingChild {
+                run_id: r.get(0)?,
+                child_session_key: r.get(1)?,
+                record: r.get(2)?,
+                ended: r.get::<i64>(3)? != 0,
             })
-            .map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+        })
     }
 
     pub fn insert_yield(&self, y: &YieldRow) -> Result<()> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(concat!(
+        let children = serde_json::to_string(&y.children).unwrap_or_else(|_| "[]".to_owned());
+        self.exec(
+            concat!(
                 "INSERT INTO yields (",
                 yield_columns!(),
                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-            ))
-            .map_err(sql)?;
-        let children = serde_json::to_string(&y.children).unwrap_or_else(|_| "[]".to_owned());
-        st.execute(params![
-            y.yield_id,
-            y.session_key,
-            y.turn_run_id,
-            y.message,
-            y.acknowledgment,
-            y.wait_for,
-            children,
-            y.status,
-            y.resume_run_id,
-            y.created_at,
-            y.resumed_at,
-            y.origin.as_ref().map(|o| o.to_string())
-        ])
-        .map_err(sql)?;
+            ),
+            args![
+                y.yield_id,
+                y.session_key,
+                y.turn_run_id,
+                y.message,
+                y.acknowledgment,
+                y.wait_for,
+                children,
+                y.status,
+                y.resume_run_id,
+                y.created_at,
+                y.resumed_at,
+                y.origin.as_ref().map(|o| o.to_string())
+            ],
+        )?;
         Ok(())
     }
 
     pub fn yield_row(&self, yield_id: &str) -> Result<Option<YieldRow>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(concat!("SELECT ", yield_columns!(), " FROM yields WHERE yield_id = ?1"))
-            .map_err(sql)?;
-        st.query_row([yield_id], yield_row).optional().map_err(sql)
+        self.row(concat!("SELECT ", yield_columns!(), " FROM yields WHERE yield_id = ?1"), args![yield_id], yield_row)
     }
 
     /// The yields of a session that have not resumed yet, oldest first.
     pub fn open_yields_of(&self, session_key: &str) -> Result<Vec<YieldRow>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(concat!(
+        self.rows(
+            concat!(
                 "SELECT ",
                 yield_columns!(),
                 " FROM yields WHERE session_key = ?1 AND status <> 'resumed' ORDER BY created_at, rowid"
-            ))
-            .map_err(sql)?;
-        let rows = st.query_map([session_key], yield_row).map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+            ),
+            args![session_key],
+            yield_row,
+        )
     }
 
     /// Every yield that has not resumed yet, oldest first.
     pub fn open_yields(&self) -> Result<Vec<YieldRow>> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(concat!(
-                "SELECT ",
-                yield_columns!(),
-                " FROM yields WHERE status <> 'resumed' ORDER BY created_at, rowid"
-            ))
-            .map_err(sql)?;
-        let rows = st.query_map([], yield_row).map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+        self.rows(
+            concat!("SELECT ", yield_columns!(), " FROM yields WHERE status <> 'resumed' ORDER BY created_at, rowid"),
+            args![],
+            yield_row,
+        )
     }
 
     /// Moves a yield from status `from` to `to` (with the resume run and time); `false` when
@@ -169,15 +165,13 @@ impl Db<'_> {
         resume_run_id: Option<&str>,
         at: Option<i64>,
     ) -> Result<bool> {
-        let mut st = self
-            .conn()?
-            .prepare_cached(
-                "UPDATE yields SET status = ?3, resume_run_id = coalesce(?4, resume_run_id),
-                   resumed_at = coalesce(?5, resumed_at)
-                 WHERE yield_id = ?1 AND status = ?2",
-            )
-            .map_err(sql)?;
-        Ok(st.execute(params![yield_id, from, to, resume_run_id, at]).map_err(sql)? > 0)
+        let n = self.exec(
+            "UPDATE yields SET status = ?3, resume_run_id = coalesce(?4, resume_run_id),
+               resumed_at = coalesce(?5, resumed_at)
+             WHERE yield_id = ?1 AND status = ?2",
+            args![yield_id, from, to, resume_run_id, at],
+        )?;
+        Ok(n > 0)
     }
 }
 

@@ -16,6 +16,9 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, watch};
 
 #[cfg(test)]
+#[path = "limits_tests.rs"]
+mod limits_tests;
+#[cfg(test)]
 mod tests;
 mod wait;
 

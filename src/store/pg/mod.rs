@@ -12,23 +12,31 @@
 //! sent is tried again once on a fresh connection. This module never decides what a statement
 //! says.
 
+mod blocking;
+mod copy;
 pub mod dialect;
+mod listen;
 pub mod schema;
 #[cfg(test)]
 pub mod testdb;
 #[cfg(test)]
 mod tests;
 mod tls;
+#[cfg(test)]
+mod tls_tests;
 
-use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::IsolationLevel;
 
+pub use listen::Waker;
+
+use self::blocking::PgRuntime;
 use super::value::Arg;
 use super::Db;
 use crate::error::{Error, Result};
@@ -56,26 +64,29 @@ pub struct PgStore {
     shown: String,
     pool: Pool,
     /// Taken apart by hand in `Drop`.
-    rt: ManuallyDrop<tokio::runtime::Runtime>,
+    rt: ManuallyDrop<PgRuntime>,
+    /// the connection that hears of new outbox items (started by the first [`PgStore::on_notify`])
+    listener: listen::Listener,
 }
 
 impl Drop for PgStore {
     fn drop(&mut self) {
         self.pool.close();
+        self.listener.stop();
         // The store may be dropped on an async task: a runtime cannot block there, so its
         // threads are told to stop and left to do so.
         // SAFETY: `rt` is taken once, here, and never used after.
         let rt = unsafe { ManuallyDrop::take(&mut self.rt) };
-        rt.shutdown_background();
+        rt.0.shutdown_background();
     }
 }
 
 /// One transaction on a pooled connection (see [`Db`]).
 pub struct PgTx<'c> {
     tx: deadpool_postgres::Transaction<'c>,
-    rt: &'c tokio::runtime::Runtime,
+    rt: &'c PgRuntime,
     /// Set when a statement found the connection closed: the write may be tried again.
-    broken: Cell<bool>,
+    broken: AtomicBool,
 }
 
 impl PgStore {
@@ -101,6 +112,7 @@ impl PgStore {
         }
         let shown = show(&config);
         let tls = tls::connector(parsed.root_cert.as_deref()).map_err(|e| open_error(&shown, e))?;
+        let listener = listen::Listener::new(config.clone(), tls.clone());
         let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -116,7 +128,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt: ManuallyDrop::new(rt) };
+        let store = PgStore { shown, pool, rt: ManuallyDrop::new(PgRuntime(rt)), listener };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
@@ -129,7 +141,14 @@ impl PgStore {
     /// Closes the pool: connections in use close when they are returned; afterwards every call
     /// fails.
     pub fn close(&self) {
+        self.listener.stop();
         self.pool.close();
+    }
+
+    /// Calls `waker` whenever an outbox item is recorded in this store's schema, by any process
+    /// (see `listen`).
+    pub fn on_notify(&self, waker: Waker) {
+        self.listener.add(&self.rt.0, waker);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -142,7 +161,7 @@ impl PgStore {
         }
         self.rt.block_on(self.pool.get()).map_err(|e| match e {
             deadpool_postgres::PoolError::Closed => Error::closed(),
-            e => Error::store(format!("cannot reach PostgreSQL at {}: {e}", self.shown)),
+            e => Error::store(format!("cannot reach PostgreSQL at {}: {}", self.shown, with_causes(&e))),
         })
     }
 
@@ -154,9 +173,9 @@ impl PgStore {
             attempt += 1;
             let mut client = self.client()?;
             let tx = self.rt.block_on(client.transaction()).map_err(|e| self.error(e))?;
-            let ptx = PgTx { tx, rt: &self.rt, broken: Cell::new(false) };
+            let ptx = PgTx { tx, rt: &self.rt, broken: AtomicBool::new(false) };
             let out = ptx.lock_writes().and_then(|()| f(&Db::pg(&ptx)));
-            let broken = ptx.broken.get();
+            let broken = ptx.broken.load(Ordering::Relaxed);
             match out {
                 Ok(v) => {
                     return self.rt.block_on(ptx.tx.commit()).map(|()| v).map_err(|e| self.error(e));
@@ -180,7 +199,7 @@ impl PgStore {
                 client.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start(),
             )
             .map_err(|e| self.error(e))?;
-        let ptx = PgTx { tx, rt: &self.rt, broken: Cell::new(false) };
+        let ptx = PgTx { tx, rt: &self.rt, broken: AtomicBool::new(false) };
         let out = f(&Db::pg(&ptx));
         let _ = self.rt.block_on(ptx.tx.rollback());
         out
@@ -263,7 +282,7 @@ impl PgTx<'_> {
 
     fn fail(&self, e: tokio_postgres::Error) -> Error {
         if e.is_closed() || e.as_db_error().is_none() && e.code().is_none() {
-            self.broken.set(true);
+            self.broken.store(true, Ordering::Relaxed);
         }
         Error::store(format!("postgres: {}", describe(&e)))
     }
@@ -395,8 +414,24 @@ fn show(c: &tokio_postgres::Config) -> String {
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => with_causes(e),
     }
+}
+
+/// An error and the chain of errors under it ("error performing TLS handshake: invalid peer
+/// certificate: UnknownIssuer"), each said once.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
 }
 
 fn open_error(shown: &str, why: impl std::fmt::Display) -> Error {

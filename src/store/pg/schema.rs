@@ -175,6 +175,7 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX task_runs_by_child ON task_runs (child_session_key);
 
     CREATE TABLE yields (
+        rowid          BIGSERIAL,
         yield_id       TEXT COLLATE "C" PRIMARY KEY,
         session_key    TEXT COLLATE "C" NOT NULL,
         turn_run_id    TEXT COLLATE "C",

@@ -44,35 +44,50 @@ fn find_bin(name: &str) -> Option<PathBuf> {
 }
 
 fn start_cluster() -> Result<String, String> {
+    let dir = start("main", "", |_| Ok(()))?;
+    Ok(format!("postgres://postgres@localhost/postgres?host={}", dir.display()))
+}
+
+/// Starts a throwaway cluster in a new temp folder (named after `tag`), listening on a Unix
+/// socket there, with `extra` server options (`{dir}` in them is the folder); `prepare` runs on the folder (owned by the server's
+/// user) before the server starts. The cluster is stopped and removed when the process exits.
+pub fn start(tag: &str, extra: &str, prepare: impl FnOnce(&Path) -> Result<(), String>) -> Result<PathBuf, String> {
     let missing = "the PostgreSQL tests need a server: set SESSION_TOOLS_TEST_PG_URL to one, or install the \
                    PostgreSQL server binaries (initdb, pg_ctl; Debian: apt install postgresql) so a throwaway \
                    cluster can be started";
     let initdb = find_bin("initdb").ok_or(missing)?;
     let pg_ctl = find_bin("pg_ctl").ok_or(missing)?;
-    let dir = std::env::temp_dir().join(format!("session-tools-pg-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("session-tools-pg-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    prepare(&dir)?;
     let data = dir.join("data");
     let user = server_user();
     if let Some(u) = &user {
         // initdb refuses to run as root: the cluster belongs to an unprivileged user.
-        run(Command::new("chown").arg(u).arg(&dir))?;
+        run(Command::new("chown").args(["-R", u]).arg(&dir))?;
     }
     run(as_user(&user, &initdb)
         .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C", "-D"])
         .arg(&data))?;
     let opts = format!(
-        "-c listen_addresses='' -c unix_socket_directories='{}' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
-        dir.display()
+        "-c listen_addresses='' -c unix_socket_directories='{}' -c fsync=off -c synchronous_commit=off \
+         -c full_page_writes=off -c max_connections=200 {}",
+        dir.display(),
+        extra.replace("{dir}", &dir.display().to_string())
     );
-    run(as_user(&user, &pg_ctl)
+    let started = run(as_user(&user, &pg_ctl)
         .arg("-D")
         .arg(&data)
         .args(["-w", "-s", "-l"])
         .arg(dir.join("log"))
-        .args(["-o", &opts, "start"]))?;
+        .args(["-o", &opts, "start"]));
+    if let Err(e) = started {
+        let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+        return Err(format!("{e}\n{log}"));
+    }
     register_stop(pg_ctl, data, user);
-    Ok(format!("postgres://postgres@localhost/postgres?host={}", dir.display()))
+    Ok(dir)
 }
 
 extern "C" {
@@ -108,10 +123,11 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     Ok(())
 }
 
-static STOP: OnceLock<(PathBuf, PathBuf, Option<String>)> = OnceLock::new();
+static STOP: std::sync::Mutex<Vec<(PathBuf, PathBuf, Option<String>)>> = std::sync::Mutex::new(Vec::new());
 
 extern "C" fn stop_cluster() {
-    if let Some((pg_ctl, data, user)) = STOP.get() {
+    let clusters = std::mem::take(&mut *STOP.lock().unwrap_or_else(|p| p.into_inner()));
+    for (pg_ctl, data, user) in &clusters {
         let _ = as_user(user, pg_ctl).arg("-D").arg(data).args(["-m", "immediate", "-s", "stop"]).output();
         if let Some(dir) = Path::new(data).parent() {
             let _ = std::fs::remove_dir_all(dir);
@@ -124,7 +140,9 @@ extern "C" {
 }
 
 fn register_stop(pg_ctl: PathBuf, data: PathBuf, user: Option<String>) {
-    if STOP.set((pg_ctl, data, user)).is_ok() {
+    let mut clusters = STOP.lock().unwrap_or_else(|p| p.into_inner());
+    clusters.push((pg_ctl, data, user));
+    if clusters.len() == 1 {
         // SAFETY: registers a plain function with no arguments to run at process exit.
         unsafe {
             atexit(stop_cluster);
