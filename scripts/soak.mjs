@@ -71,6 +71,8 @@ if (postgres) {
     const cont = await contention({ db: `${cluster.url}&schema=contention`, procs: 4, seconds })
     violations.push(...cont.violations)
     rows.push(['contention 4 proc × 2 stores (PostgreSQL)', 1, 0, `${cont.writes} acknowledged writes`, cont.violations.length, Date.now() - t1])
+    // a failed run keeps the database too
+    if (violations.length) spawnSync('pg_dump', ['-h', cluster.dir, '-p', new URL(cluster.url).port, '-U', 'postgres', '-f', path.join(dir, 'postgres.sql'), 'postgres'])
   } finally {
     cluster.stop()
   }
@@ -99,6 +101,7 @@ report()
 
 function report() {
   tick('')
+  failed ||= violations.length > 0
   for (const v of violations.slice(0, 50)) console.log(`violation: ${v}`)
   console.log('\n| check | iterations | faults injected | inputs / work | invariant violations | time |')
   console.log('| --- | ---: | ---: | --- | ---: | ---: |')
@@ -108,6 +111,8 @@ function report() {
   }
   console.log(`\nTwo gateways${postgres ? ' on PostgreSQL' : ' on one SQLite file'}:\n`)
   for (const [what, value] of figures) console.log(`- ${what}: ${value}`)
-  fs.rmSync(dir, { recursive: true, force: true })
+  // a failed run keeps its files (the stores, each gateway's lines) for a post-mortem
+  if (failed) console.log(`\nkept for a post-mortem: ${dir}`)
+  else fs.rmSync(dir, { recursive: true, force: true })
   process.exit(failed ? 1 : 0)
 }

@@ -37,6 +37,8 @@ async function until(test, ms) {
   return test()
 }
 
+/** A JSON scalar: SQLite hands it over as text, psql's reader already parsed. */
+const json = (v) => (typeof v === 'string' ? JSON.parse(v) : v)
 const median = (xs) => (xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : null)
 
 /**
@@ -46,7 +48,7 @@ const median = (xs) => (xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1
  * so no live gateway's lease lapses). `cluster` (pg-cluster.mjs) enables the server restart, at
  * kill `restartAt`. Returns the figures and the violations.
  */
-export async function twoHosts({ db, dir, kills, leaseMs = 1_500, restartLeaseMs = 6_000, cluster = null, restartAt = kills >> 1, downMs = 1_000, log = () => {} }) {
+export async function twoHosts({ db, dir, kills, leaseMs = 1_500, restartLeaseMs = 20_000, cluster = null, restartAt = kills >> 1, downMs = 1_000, log = () => {} }) {
   const violations = []
   const stateDir = stateFolder(dir)
   const env = (id, mode, lease) => ({
@@ -102,18 +104,19 @@ export async function twoHosts({ db, dir, kills, leaseMs = 1_500, restartLeaseMs
     // taken over by the survivor: B's lease reaped, no run left running without a live owner,
     // every interrupted sub-agent announced (before B starts again, so the survivor is the taker)
     const hid = hostId.replace(/'/g, "''")
+    let left = null
     const taken = await until(() => {
-      const s = inspect(db, {
+      const s = (left = inspect(db, {
         scalars: {
           owners: `SELECT count(*) FROM owners WHERE host_id = '${hid}'`,
           unheld: "SELECT count(*) FROM runs WHERE status = 'running' AND owner NOT IN (SELECT owner_id FROM owners)",
           unannounced: `SELECT count(*) FROM subagent_runs s JOIN runs r ON r.run_id = s.run_id WHERE r.error = '${INTERRUPTED}' AND s.announce_status = 'pending'`,
         },
-      }).scalars
+      }).scalars)
       return s.owners === 0 && s.unheld === 0 && s.unannounced === 0
     }, (restarting ? restartLeaseMs : leaseMs) * 3 + 15_000)
     if (taken) takeoverMs.push(Date.now() - t)
-    else violations.push(`${name}: its work was not taken over within the wait (lease, runs or interrupted announces left)`)
+    else violations.push(`${name}: its work was not taken over within the wait: ${JSON.stringify(left)} (its leases, runs without a live owner, interrupted children unannounced)`)
     const a = acksOf(gw.lines)
     for (const e of a.errors) violations.push(`${name}: ${e}`)
     const c = checkAcked(db, a, name)
@@ -152,7 +155,7 @@ export async function twoHosts({ db, dir, kills, leaseMs = 1_500, restartLeaseMs
 
   // announces: who attempted each key, and whether an earlier attempt had recorded its end
   const subagentKeys = new Map(
-    JSON.parse(
+    json(
       inspect(db, {
         scalars: {
           keys: q(
@@ -163,7 +166,7 @@ export async function twoHosts({ db, dir, kills, leaseMs = 1_500, restartLeaseMs
       }).scalars.keys,
     ),
   )
-  const interrupted = JSON.parse(
+  const interrupted = json(
     inspect(db, {
       scalars: {
         runs: q(

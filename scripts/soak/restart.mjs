@@ -21,12 +21,15 @@ async function waitLine(gw, from, test, ms) {
 /**
  * Restarts `cluster` (from pg-cluster.mjs) under `gateways` (from gateway.mjs), keeping it down
  * `downMs`. `{ downMs, startMs, storeErrors, recoveryMs: [per gateway], marks, violations }`:
- * `marks[k]` is the index of gateway k's first line after the restart began, `ends[k]` the index
+ * `marks[k]` is the index of gateway k's first line from 1 s before the server was stopped, `ends[k]` the index
  * 2 s after its recovery (announce attempts in between may be retried: the caller allows for it).
  */
 export async function serverRestart({ cluster, gateways, downMs = 1_000, log = () => {} }) {
   const violations = []
+  // the window of lines the restart may have cut into starts 1 s before the server goes (an
+  // announce attempt begun then may not get its end recorded)
   const marks = gateways.map((g) => g.lines.length)
+  await sleep(1_000)
   log(`restarting the PostgreSQL server under ${gateways.length} gateways…`)
   const t0 = Date.now()
   if (!cluster.halt('immediate')) violations.push('the server did not stop')
