@@ -48,7 +48,7 @@ async function hostsRow(db, cluster) {
     ['announces attempted again after the server restart cut the attempt off (same key)', h.reattemptedAfterRestart],
     ['duplicate announces', h.duplicates],
     ['runs interrupted by the kills / of them sub-agents, each announced once by the survivor', `${h.interruptedRuns} / ${h.interruptedChildren}`],
-    ['takeover after a kill (lease 1.5 s), median / max', `${h.takeoverMedianMs} / ${h.takeoverMaxMs} ms`],
+    [`takeover after a kill (victim's lease ${h.leaseMs / 1000} s; the survivor looks every ${(h.survivorLeaseMs / 3000).toFixed(1)} s), median / max`, `${h.takeoverMedianMs} / ${h.takeoverMaxMs} ms`],
   )
   if (h.restart) {
     const r = h.restart
