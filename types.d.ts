@@ -316,16 +316,28 @@ export type SessionToolsEvent =
   | StoreErrorEvent
   | ConfigDeprecatedEvent
 
-/** Options of `SessionTools.open`. */
-export interface OpenOptions {
-  /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. Give `path` or `url`. */
-  path?: string
-  /**
-   * PostgreSQL: `postgres://user:password@host:5432/db?sslmode=…` (docs/API.md §1.8). Our own query
-   * parameters: `schema` (the schema holding the tables, created when missing), `pool_max_size`
-   * (default 8), `sslrootcert`. Give `path` or `url`.
-   */
-  url?: string
+/** Where a store lives: a SQLite file (`path`) or a PostgreSQL server (`url`); exactly one. */
+export type StoreLocation =
+  | {
+      /** SQLite file, created with its folder if missing; ':memory:' for a throwaway store. */
+      path: string
+      url?: never
+    }
+  | {
+      /**
+       * PostgreSQL: `postgres://user:password@host:5432/db?sslmode=…` (docs/API.md §1.8). Our own
+       * query parameters: `schema` (the schema holding the tables, created when missing),
+       * `pool_max_size` (default 8), `sslrootcert`.
+       */
+      url: string
+      path?: never
+    }
+
+/** Options of `SessionTools.open`: where the store is, and the rest. */
+export type OpenOptions = StoreLocation & OpenSettings
+
+/** Options of `SessionTools.open` besides where the store is. */
+export interface OpenSettings {
   /** The gateway's config; validated (`INVALID_CONFIG`). */
   config?: GatewayConfig | null
   /** Default '2026.1'. Decides config defaults, visibility, and the tools' parameters and results. */

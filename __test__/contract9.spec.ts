@@ -375,6 +375,15 @@ describe('sessions_history 2026.9', () => {
     expect(h.contentRedacted).toBe(true)
   })
 
+  test("form bodies, every Authorization scheme and bare AWS keys are masked as the gateway masks them", async () => {
+    const st = await open9()
+    const text = 'a=1&password=xyz&b=2\nAuthorization: Token abcdefghijklmnopqrstuvwxyz012345\nkey wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'
+    await st.appendMessages('agent:main:main', [user(text)])
+    const h = await history(st, { sessionKey: 'main' })
+    expect(h.messages[0].content).toBe('a=1&password=***&b=2\nAuthorization: Token abcdef…2345\nkey wJalrX…EKEY')
+    expect(h.contentRedacted).toBe(true)
+  })
+
   test('a text over 4,000 characters is cut with the marker', async () => {
     const st = await open9()
     await st.appendMessages('agent:main:main', [assistant('z'.repeat(4500))])

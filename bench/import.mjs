@@ -1,7 +1,8 @@
-// `node bench/import.mjs [--sessions N] [--messages-per-session N] [--mirror] [--keep]`: builds a gateway
-// state folder in a temp dir (default 10,000 sessions over 4 agents, 100 messages each =
-// 1,000,000 messages, v3 transcripts), then times `importStateDir` into a fresh file store, a
-// second (idempotent) import and an `exportStateDir`. `--mirror` keeps the default JSONL mirror on
+// `node bench/import.mjs [--sessions N] [--messages-per-session N] [--mirror] [--keep] [--url URL]`: builds
+// a gateway state folder in a temp dir (default 10,000 sessions over 4 agents, 100 messages each =
+// 1,000,000 messages, v3 transcripts), then times `importStateDir` into a fresh file store (with
+// `--url postgres://…`: a PostgreSQL store, whose URL should name a new `schema=`), a second
+// (idempotent) import and an `exportStateDir`. `--mirror` keeps the default JSONL mirror on
 // (every imported message is also written to `transcripts/`); by default it is off. Prints the
 // figures; never asserts on time.
 //
@@ -33,10 +34,12 @@ const s = (ms) => `${(ms / 1000).toFixed(2)} s`
 const built = build()
 console.log(`state folder: ${SESSIONS} sessions, ${SESSIONS * PER_SESSION} messages, ${mb(built.bytes)} (built in ${s(built.ms)})`)
 
-const db = path.join(root, 'sessions.db')
+const at = process.argv.indexOf('--url')
+const url = at > 0 ? process.argv[at + 1] : undefined
+const where = url ? { url } : { path: path.join(root, 'sessions.db') }
 const mirror = process.argv.includes('--mirror')
-const st = await SessionTools.open({ path: db, ...(mirror ? {} : { mirrorDir: null }) })
-console.log(`mirror: ${mirror ? 'on' : 'off'}`)
+const st = await SessionTools.open({ ...where, ...(mirror ? { mirrorDir: path.join(root, 'transcripts') } : { mirrorDir: null }) })
+console.log(`store: ${url ? 'PostgreSQL' : 'SQLite file'}; mirror: ${mirror ? 'on' : 'off'}`)
 let t = performance.now()
 const first = await st.importStateDir(stateDir)
 const importMs = performance.now() - t

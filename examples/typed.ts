@@ -89,7 +89,7 @@ export async function main(): Promise<{ sessionId: string; lastChannel: string |
 
 // Strict mode must refuse these; if a type loosened to `any`, tsc would report the unused directive.
 export async function misuse(st: SessionTools): Promise<void> {
-  // @ts-expect-error: `path` is required
+  // @ts-expect-error: `path` or `url` is required
   await SessionTools.open({ config })
   // @ts-expect-error: a session key is a string
   await st.getSession(42)

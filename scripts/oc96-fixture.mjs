@@ -183,6 +183,80 @@ for (const t of [`aws_secret_access_key = ${AWSV}`, `x aws-secret-access-key:${A
   `config {AWSSECRETACCESSKEY=${AWSV}}`, `,SecretAccessKey = "${AWSV}" end`, `'aws_secret_access_key': '${AWSV}'`,
   `aws_secret_access_key = ${AWSV}a`, `aws_secret_access_key = ${AWSV.slice(1)}`, `xaws_secret_access_key=${AWSV}`,
   `awsSecretAccessKey: '${AWSV}"`, `aws__secret_access_key=${AWSV}`, `awssecretaccesskey=${AWSV}_`]) texts.add(t)
+// quoted and config-style assignments (standalone, config-quoted, direct, prefixed, namespaced)
+const LONGV = 'abcdefghijklmnopqrstuvwxyz012345'
+for (const t of [`password='hunter2 with space'`, `token="${LONGV}"`, "secret=`short one`", `(api_key='${LONGV}')`,
+  `x,jwt="a.b.c"`, `password="unclosed value`, `token=''`, `secret: 'my secret value'`, `db.password = "abc def"`,
+  `my-password: "${LONGV}"`, `api_key="${LONGV}"`, `passphrase = '${LONGV}' tail`, `Password: '${LONGV}'`, `{token: "x y z"}`,
+  `client_secret: ${LONGV}`, `secret_key=${LONGV}`, `api-secret=${LONGV}`, `key_material=short`, `passphrase=${LONGV}`,
+  `db_pass: hunter2`, `app.db-passwd = ${LONGV}`, `mail.smtp.password: ${LONGV}`, `svc.api_key=${LONGV}`, `a.token : "v1 v2"`,
+  `TOKEN: ${LONGV}`, `token = ${LONGV}`, `token= ${LONGV}`, `token =${LONGV}`, `xtoken=${LONGV}`, `pass=${LONGV}`,
+  `credential=${LONGV},x`, `authorization=${LONGV};`, `password=${LONGV})`, `token="${LONGV}",`, `password=$PASSWORD`,
+  `OPENAI_API_KEY=$OPENAI_API_KEY`, `OPENAI_API_KEY=\${OPENAI_API_KEY:-}`, `MY_TOKEN=\${OTHER}`, `DB_PASSWORD=\${DB_PASSWORD}`,
+  `KEY="abc`, `MY_KEY='${LONGV}`, `MY_KEY='${LONGV}'`, `MY_SECRET: "${LONGV}" rest`, `TOKEN=***`, `password=***`,
+  `secret=<redacted>`, `access_token=${LONGV}#frag`, `card_number='4242 4242 4242 4242'`, `cvv=123`, `id_token=${LONGV}`]) texts.add(t)
+// form bodies and URL query parameters
+for (const t of ['a=1&password=xyz&b=2', `grant_type=password&password=xyz&client_secret=${LONGV}`, `access_token=${LONGV}&x=1`,
+  `token=${LONGV}&next=1`, `session=abc&user=me`, `code=abc&state=xyz`, 'x=1&y=2', 'user=a&pass=', `curl -d "user=a&password=${LONGV}"`,
+  `body: "user=a&pass=b"`, `form=token=${LONGV}`, `form body = 'password=abc'`, `pass%77ord=secret&x=1`, `pass+word=abc&x=1`,
+  `x=%ZZ&tok%ZZen=abc&y=1`, `line one\napi_key=${LONGV}&x=1\nlast`, `data=(secret=abc&x=1)`, `{"q":"token=abc&x=1"}`,
+  `https://x.example/cb?code=${LONGV}&state=1`, 'https://x.example/cb?token=abc', `https://x.example/?access_token=${LONGV}#frag`,
+  'https://x.example/s?q=1&sig=abcdef', `https://x.example/s?x-api-key=${LONGV}`, `https://x.example/?my_token_0123456789abcdef01=${LONGV}`,
+  'https://x.example/?%74oken=abcdef', 'https://x.example/?query=abc&tokens=x', `see https://a.example/x?password=${LONGV} and more`,
+  `?KEY=${LONGV}`, `https://x.example/?auth="${LONGV}"`, `https://x.example/?Card-Number=4242424242424242&x=1`,
+  `POST /login\r\nusername=a&password=${LONGV}&remember=1`, `awsSecretAccessKey=abc&x=1`, `cvc=123&x=1`,
+  // a first pair the form-body step leaves (a value with `<`, a name after `;`), which the first-pair shape masks
+  `x;token=${LONGV}&y=1`, 'token=a<b&x=1', 'session=abc<def>&user=me', 'x;hook_token=short&y=2', 'x;tokens=abc&y=1']) texts.add(t)
+// Authorization / Proxy-Authorization with every scheme, and credential headers
+for (const t of ['authorization=Bot short', 'Authorization: Basically fine', `Authorization: Token ${LONGV}`, `x Authorization: Token ${LONGV}`,
+  'Proxy-Authorization: Basic dXNlcjpwYXNz', `Proxy-Authorization: ${LONGV}`, `Authorization: ${LONGV}`, 'Authorization: Bearer',
+  `Authorization: 'Bearer ${LONGV}'`, `"Authorization": "Negotiate YIIabcdefghijklmnopqrstuvwxyz"`, `Authorization: Digest username="a", response="b${LONGV}"`,
+  `Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20250101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=${LONGV}`,
+  String.raw`{\"Authorization\": \"Token ${LONGV}\"}`, `Authorization:\n  Token ${LONGV}`, String.raw`x\nAuthorization: Token ${LONGV}`,
+  'Authorization: Token ***', 'Authorization: [REDACTED]', `XAuthorization: Bearer ${LONGV}`, `proxy-authorization = Negotiate ${LONGV}`,
+  `Authorization: Hawk id="dh37", ts="1353832234", mac="${LONGV}"`, `Authorization: ${LONGV}, next`, `Authorization: short; x`,
+  `Authorization: token, ${LONGV}`, `x-goog-api-key: ${LONGV}`, `api-key=${LONGV}&x=1`, `X-OpenClaw-Token: ${LONGV}`, `x-api-key=${LONGV}&next=1`,
+  `x-access-token = "${LONGV}"`, `X-Auth-Token:${LONGV},x`, `cookie: "sid=${LONGV}"`, `'set-cookie': 'a=b'`, `apikey: short`]) texts.add(t)
+// bare AWS secret access keys (40 characters) in their surroundings
+const AWSK = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'
+for (const t of [AWSK, `key is ${AWSK} ok`, `x_${AWSK}`, `${AWSK}_x`, `${AWSK}A`, 'abcdef0123456789abcdef0123456789abcdef01', '0123456789012345678901234567890123456789',
+  `data:text/plain;base64,${AWSK}`, `https://host.example/path/${AWSK}`, `https://user@host.example/${AWSK}`, `https://host.example:8080/${AWSK}`,
+  `https://host.example:${AWSK}@x/`, `s3://${AWSK}@bucket`, `"https://x.example/a" ${AWSK}`, `https://x.example/a?k=${AWSK}`,
+  `(https://x.example/a) ${AWSK}`, `see /${'A'.repeat(5)}${AWSK}@host`, `ftp://h.example/x,${AWSK}`, `https://h.example:80x/${AWSK}`,
+  `"${AWSK}"`, `{"k":"${AWSK}"}`, `x=${AWSK}`, `${AWSK.slice(0, 39)}`, `https://h.example/${AWSK}#x ${AWSK}`]) texts.add(t)
+// JSON fields with the AWS names, PEM variants
+for (const t of ['{"SecretAccessKey": "short"}', `{"aws_secret_access_key": "${LONGV}"}`, '{"awsSecretAccessKey":"x"}', `{"secretAccessKey": "${AWSK}"}`,
+  `{"apiToken": "${LONGV}", "x-api-key": "abc"}`, `{"set-cookie": "a=b"}`, `{"key_material": "${LONGV}"}`,
+  '-----begin rsa private key-----\nMIIB\n-----end rsa private key-----', `token=-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----`,
+  '-----BEGIN PRIVATE KEY-----\nunfinished', '-----BEGIN EC PRIVATE KEY-----\r\nab\r\n-----END EC PRIVATE KEY----- tail']) texts.add(t)
+// generated mixtures of the shapes above, so that one shape's output meets the next shape's pattern
+const FRAGMENTS = [...texts].filter((t) => t.length < 90)
+for (let i = 0; i < 300; i++) {
+  const parts = [pick(FRAGMENTS), pick(FRAGMENTS)]
+  if (rnd(2)) parts.push(pick(FRAGMENTS))
+  texts.add(parts.join(pick([' ', '\n', '&', ', ', ' | ', '; '])))
+}
+// generated "name, separator, value" runs: secret and harmless names in every case, separators,
+// quotes and escapes, values that are references, already masked, astral or written-out headers
+const NAMES = ['password', 'PASSWORD', 'Password', 'passwd', 'pass', 'passphrase', 'token', 'TOKEN', 'access_token', 'access-token',
+  'accessToken', 'api_key', 'api-key', 'apiKey', 'apikey', 'MY_API_KEY', 'secret', 'client_secret', 'clientSecret', 'app-secret',
+  'secret_key', 'key', 'auth', 'jwt', 'session', 'code', 'sig', 'credential', 'authorization', 'Authorization', 'Proxy-Authorization',
+  'x-api-key', 'x-goog-api-key', 'X-OpenClaw-Token', 'cookie', 'private_key', 'key_material', 'db.password', 'smtp-pass',
+  'aws_secret_access_key', 'SecretAccessKey', 'card_number', 'CARD_CVV', 'security-code', 'id_token', 'body', 'form', 'user', 'q']
+const SEPARATORS = ['=', ': ', ':', ' = ', '= ', '="', "='", '=`', ': "', '": "', String.raw`=\"`, '&', '\t=\t', ' ', '\n']
+const VALUES = ['hunter2', LONGV, AWSK, 'sk-abcdefghijklmnopqrstuvwxyz0123456789', '$PASSWORD', '${OPENAI_API_KEY:-}', '***', '[REDACTED]',
+  'a b c', 'x%20y', '"quoted value"', "'single'", 'v1,v2', 'v;w', 'Digest username="a", response="bbbbbbbbbbbbbbbbbbbb"',
+  'Bearer abcdefghijklmnopqrstuvwxyz', 'Basic dXNlcjpwYXNz', 'Token abc', 'https://u:p4ssw0rd@h.example/x?token=abc&y=1',
+  '\u{1F600}secret\u{1F600}value\u{1F600}long\u{1F600}enough', 'é'.repeat(20), '']
+const JOINS = [' ', '\n', '&', ', ', '; ', '', '\r\n', String.raw`\n`, '{', '(', '"', '?', '\u200b', '\u00a0', '%2B', '+']
+for (let i = 0; i < 400; i++) {
+  let t = ''
+  for (let k = 0, n = 1 + rnd(4); k < n; k++) {
+    t += pick(JOINS) + (rnd(5) === 0 ? pick(['--', 'https://h.example/p?', 'export ', 'curl -H "', '{"', 'data:;base64,', String.raw`\"`]) : '')
+    t += pick(NAMES) + pick(SEPARATORS) + pick(VALUES) + (rnd(3) === 0 ? pick(['"', "'", '`', ')', ']', '}', ',', ';']) : '')
+  }
+  texts.add(t)
+}
 const redactCases = [...texts].map((t) => ({ t, out: redactMod.b(t) }))
 
 // configured logging.redactPatterns (bare sources are case-insensitive, /source/flags keep theirs)

@@ -2,7 +2,8 @@
 //! identities: the work of an owner on another host is left alone while its lease lives and
 //! taken over (its run ended, its child announced once, its pending announce delivered) once it
 //! expires; a dead process on this host is taken over at once; a live owner that renews keeps
-//! its work; a clean close frees its claims at once; a lapsed lease is reported.
+//! its work; a clean close frees its claims at once; a lapsed lease is reported. The cases that
+//! move no clock also run on PostgreSQL (where leases are read against the server's clock).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::orchestrate::outbox::A2A_ANNOUNCE;
 use crate::orchestrate::subagents::testkit::{record, requests_in, tmp_db, until};
 use crate::orchestrate::subagents::SubagentRun;
 use crate::owner::{Clock, Here, Lease};
+use crate::store::pg::testdb;
 use crate::store::runs::RunRecord;
 use crate::store::Store;
 
@@ -144,11 +146,19 @@ async fn a_gone_owner_on_another_host_is_taken_over_only_once_its_lease_expires(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_process_on_this_host_is_taken_over_by_the_next_open_at_once() {
-    let path = tmp_db();
+    a_dead_process_on_this_host_is_taken_over_by_the_next_open_at_once_at(&tmp_db()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_process_on_this_host_is_taken_over_by_the_next_open_at_once_on_postgres() {
+    a_dead_process_on_this_host_is_taken_over_by_the_next_open_at_once_at(&testdb::fresh_url()).await;
+}
+
+async fn a_dead_process_on_this_host_is_taken_over_by_the_next_open_at_once_at(path: &str) {
     let (_t, clock) = clock();
-    gone_owner_left_work(&path, &Lease::new(here("host-a", DEAD_PID), clock.clone()));
+    gone_owner_left_work(path, &Lease::new(here("host-a", DEAD_PID), clock.clone()));
     let host = replying();
-    let o = open_as(&path, Lease::new(here("host-a", 2), clock), host.clone()).await;
+    let o = open_as(path, Lease::new(here("host-a", 2), clock), host.clone()).await;
     assert_taken_over_by(&o, &host).await;
     o.close().await;
 }
@@ -206,17 +216,25 @@ async fn a_live_owner_that_renews_keeps_its_work_and_learns_when_its_lease_lapse
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clean_close_frees_the_claims_at_once() {
-    let path = tmp_db();
+    a_clean_close_frees_the_claims_at_once_at(&tmp_db()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_close_frees_the_claims_at_once_on_postgres() {
+    a_clean_close_frees_the_claims_at_once_at(&testdb::fresh_url()).await;
+}
+
+async fn a_clean_close_frees_the_claims_at_once_at(path: &str) {
     let (_t, clock) = clock();
     let stuck = Arc::new(FakeHost::replying("ok").with_deliver(|_| Box::pin(std::future::pending())));
-    let o1 = open_as(&path, Lease::new(here("host-a", 1), clock.clone()), stuck.clone()).await;
+    let o1 = open_as(path, Lease::new(here("host-a", 1), clock.clone()), stuck.clone()).await;
     let payload = json!({"channel": "discord", "to": "channel:dev", "message": "hi", "idempotencyKey": "k",
                          "sessionKey": "agent:main:discord:group:dev", "kind": A2A_ANNOUNCE});
     o1.outbox().enqueue("k", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload).unwrap();
     until("the attempt is in flight", || !stuck.deliveries().is_empty()).await;
     o1.close().await;
     let host = replying();
-    let o2 = open_as(&path, Lease::new(here("host-b", 2), clock), host.clone()).await;
+    let o2 = open_as(path, Lease::new(here("host-b", 2), clock), host.clone()).await;
     until("delivered by the other store", || outbox_status(&o2, "k") == "delivered").await;
     assert_eq!(host.deliveries().len(), 1);
     let owners: Vec<Value> =

@@ -2,6 +2,7 @@
 
 use super::super::subagents::testkit::*;
 use super::*;
+use crate::store::pg::testdb;
 use std::time::Duration;
 
 fn main_ctx() -> Value {
@@ -259,6 +260,15 @@ async fn a_spawn_past_the_chain_budget_is_forbidden_and_leaves_no_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_active_caps_the_running_children_of_one_requester() {
+    max_active_caps_the_running_children_of_one_requester_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_active_caps_the_running_children_of_one_requester_on_postgres() {
+    max_active_caps_the_running_children_of_one_requester_at(&testdb::fresh_url()).await
+}
+
+async fn max_active_caps_the_running_children_of_one_requester_at(db: &str) {
     let (open_gate, gate) = tokio::sync::watch::channel(false);
     let host = Arc::new(FakeHost::new(move |_| {
         let mut gate = gate.clone();
@@ -267,7 +277,7 @@ async fn max_active_caps_the_running_children_of_one_requester() {
             Ok(json!({"reply": "done"}))
         })
     }));
-    let o = open(json!({"agents": {"defaults": {"subagents": {"maxActive": 2}}}}), host.clone()).await;
+    let o = open_at(db, json!({"agents": {"defaults": {"subagents": {"maxActive": 2}}}}), host.clone()).await;
     let a = spawn(&o, json!({"task": "a"}), main_ctx()).await;
     spawn(&o, json!({"task": "b"}), main_ctx()).await;
     let third = spawn(&o, json!({"task": "c"}), main_ctx()).await;
@@ -315,11 +325,19 @@ async fn concurrent_spawns_cannot_get_past_max_active() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_spawns_from_two_stores_on_one_file_cannot_get_past_max_active() {
-    let path = tmp_db();
+    concurrent_spawns_from_two_stores_on_one_file_cannot_get_past_max_active_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_spawns_from_two_stores_on_one_file_cannot_get_past_max_active_on_postgres() {
+    concurrent_spawns_from_two_stores_on_one_file_cannot_get_past_max_active_at(&testdb::fresh_url()).await
+}
+
+async fn concurrent_spawns_from_two_stores_on_one_file_cannot_get_past_max_active_at(db: &str) {
     let config = json!({"agents": {"defaults": {"subagents": {"maxActive": 3}}}});
     let hosts: Vec<_> = (0..2).map(|_| Arc::new(FakeHost::new(|_| Box::pin(std::future::pending())))).collect();
-    let a = open_at(&path, config.clone(), hosts[0].clone()).await;
-    let b = open_at(&path, config, hosts[1].clone()).await;
+    let a = open_at(db, config.clone(), hosts[0].clone()).await;
+    let b = open_at(db, config, hosts[1].clone()).await;
     let calls: Vec<_> = (0..16)
         .map(|i| {
             let o = if i % 2 == 0 { a.clone() } else { b.clone() };

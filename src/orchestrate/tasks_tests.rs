@@ -3,6 +3,7 @@ use crate::host::testing::FakeHost;
 use crate::host::Lane;
 use crate::orchestrate::subagents::testkit::{record, requests_in, spawn, str_of, tmp_db, until};
 use crate::orchestrate::tasks::testkit9::{open9 as open, open9_at as open_at};
+use crate::store::pg::testdb;
 use crate::store::subagents::AnnounceState;
 use serde_json::json;
 use tokio::sync::watch;
@@ -37,8 +38,17 @@ fn task_of_run<'a>(list: &'a Value, run_id: &str, o: &Orchestrator) -> &'a Value
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text() {
+    list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text_on_postgres() {
+    list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text_at(&testdb::fresh_url()).await
+}
+
+async fn list_shows_the_callers_runs_and_tasks_with_stable_ids_and_the_text_at(db: &str) {
     let (host, _gate) = gated_host();
-    let o = open(json!({}), host.clone()).await;
+    let o = open_at(db, json!({}), host.clone()).await;
     let slow = spawn(&o, json!({"task": "index the repo", "label": "indexer"}), main_ctx()).await;
     let quick = spawn(&o, json!({"task": "quick check"}), main_ctx()).await;
     let quick_run = str_of(&quick, "runId");
@@ -136,8 +146,17 @@ async fn wait_answers_completed_unavailable_or_timeout_and_a_timeout_cancels_not
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_the_run_records_it_cancelled_and_never_announces_it() {
+    cancel_stops_the_run_records_it_cancelled_and_never_announces_it_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_the_run_records_it_cancelled_and_never_announces_it_on_postgres() {
+    cancel_stops_the_run_records_it_cancelled_and_never_announces_it_at(&testdb::fresh_url()).await
+}
+
+async fn cancel_stops_the_run_records_it_cancelled_and_never_announces_it_at(db: &str) {
     let (host, gate) = gated_host();
-    let o = open(json!({}), host.clone()).await;
+    let o = open_at(db, json!({}), host.clone()).await;
     let child = spawn(&o, json!({"task": "slow"}), main_ctx()).await;
     let run = str_of(&child, "runId");
     let list = tool(&o, json!({}), main_ctx()).await;
@@ -200,8 +219,17 @@ fn put_child(o: &Orchestrator, requester: &str, child: &str, run: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree() {
+    a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree_on_postgres() {
+    a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree_at(&testdb::fresh_url()).await
+}
+
+async fn a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_tree_at(db: &str) {
     let (host, _gate) = gated_host();
-    let o = open(json!({}), host).await;
+    let o = open_at(db, json!({}), host).await;
     // main → d1 → … → d5: d5 is at the default max depth (5), a leaf
     let mut parent = "agent:main:main".to_owned();
     for i in 1..=5 {
@@ -230,9 +258,17 @@ async fn a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_ids_and_a_cancel_in_flight_survive_a_restart() {
-    let path = tmp_db();
+    task_ids_and_a_cancel_in_flight_survive_a_restart_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_ids_and_a_cancel_in_flight_survive_a_restart_on_postgres() {
+    task_ids_and_a_cancel_in_flight_survive_a_restart_at(&testdb::fresh_url()).await
+}
+
+async fn task_ids_and_a_cancel_in_flight_survive_a_restart_at(db: &str) {
     let (host, _gate) = gated_host();
-    let first = open_at(&path, json!({}), host).await;
+    let first = open_at(db, json!({}), host).await;
     let child = spawn(&first, json!({"task": "slow"}), main_ctx()).await;
     let keep = spawn(&first, json!({"task": "slow too"}), main_ctx()).await;
     let run = str_of(&child, "runId");
@@ -243,7 +279,7 @@ async fn task_ids_and_a_cancel_in_flight_survive_a_restart() {
     first.close().await;
 
     let host2 = Arc::new(FakeHost::replying("ok"));
-    let second = open_at(&path, json!({}), host2.clone()).await;
+    let second = open_at(db, json!({}), host2.clone()).await;
     // the other child was interrupted and is announced; the cancelled one is not
     let kept_run = str_of(&keep, "runId");
     until("the interrupted child is announced", || {
@@ -263,8 +299,17 @@ async fn task_ids_and_a_cancel_in_flight_survive_a_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_the_last_claimed_child_resumes_a_yield() {
+    cancelling_the_last_claimed_child_resumes_a_yield_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_last_claimed_child_resumes_a_yield_on_postgres() {
+    cancelling_the_last_claimed_child_resumes_a_yield_at(&testdb::fresh_url()).await
+}
+
+async fn cancelling_the_last_claimed_child_resumes_a_yield_at(db: &str) {
     let (host, _gate) = gated_host();
-    let o = open(json!({}), host.clone()).await;
+    let o = open_at(db, json!({}), host.clone()).await;
     let child = spawn(&o, json!({"task": "slow"}), main_ctx()).await;
     assert_eq!(
         o.tool(crate::tools::Tool::SessionsYield, json!({"message": "go on"}), main_ctx(), false).await.unwrap()

@@ -1,4 +1,5 @@
-//! The outbox worker driven by a real Orchestrator: retries, the attempt cap, a denied session, recovery by the next open, claims.
+//! The outbox worker driven by a real Orchestrator: retries, the attempt cap, a denied session, recovery by the next open, claims;
+//! on SQLite and on PostgreSQL.
 
 use super::outbox::{OutboxRow, A2A_ANNOUNCE, SUBAGENT_ANNOUNCE};
 use super::Orchestrator;
@@ -14,6 +15,11 @@ use std::time::Duration;
 fn temp_db() -> String {
     let dir = std::env::temp_dir().join(format!("st-orch-{}", uuid::Uuid::new_v4()));
     dir.join("s.db").to_string_lossy().into_owned()
+}
+
+/// A new database of each backend: a SQLite file and a PostgreSQL schema.
+fn places() -> [String; 2] {
+    [temp_db(), crate::store::pg::testdb::fresh_url()]
 }
 
 fn open(path: &str, cfg: serde_json::Value, host: Arc<FakeHost>) -> Arc<Orchestrator> {
@@ -42,6 +48,12 @@ fn item(orch: &Orchestrator, key: &str) -> OutboxRow {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_delivery_is_retried_with_backoff_and_one_key_until_it_succeeds() {
+    for place in places() {
+        a_failing_delivery_is_retried_with_backoff_and_one_key_until_it_succeeds_at(&place).await;
+    }
+}
+
+async fn a_failing_delivery_is_retried_with_backoff_and_one_key_until_it_succeeds_at(place: &str) {
     let tries = Arc::new(AtomicUsize::new(0));
     let t = tries.clone();
     let host = Arc::new(FakeHost::replying("x").with_deliver(move |_| {
@@ -55,7 +67,7 @@ async fn a_failing_delivery_is_retried_with_backoff_and_one_key_until_it_succeed
         })
     }));
     let cfg = json!({"session": {"outbox": {"backoffMs": 20}}});
-    let orch = open(":memory:", cfg, host.clone());
+    let orch = open(place, cfg, host.clone());
     orch.start().await.unwrap();
     assert!(orch.outbox.enqueue("k1", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload("k1")).unwrap());
     // recording it again adds nothing
@@ -74,9 +86,15 @@ async fn a_failing_delivery_is_retried_with_backoff_and_one_key_until_it_succeed
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tries_stop_at_max_attempts_and_a_denied_session_is_skipped_without_a_call() {
+    for place in places() {
+        tries_stop_at_max_attempts_and_a_denied_session_is_skipped_without_a_call_at(&place).await;
+    }
+}
+
+async fn tries_stop_at_max_attempts_and_a_denied_session_is_skipped_without_a_call_at(place: &str) {
     let host = Arc::new(FakeHost::replying("x").with_deliver(|_| Box::pin(async { Err("always down".to_owned()) })));
     let cfg = json!({"session": {"outbox": {"backoffMs": 1, "maxAttempts": 3}}});
-    let orch = open(":memory:", cfg, host.clone());
+    let orch = open(place, cfg, host.clone());
     orch.start().await.unwrap();
     orch.outbox.enqueue("k2", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload("k2")).unwrap();
     until(|| (item(&orch, "k2").status == "failed").then_some(())).await;
@@ -96,17 +114,22 @@ async fn tries_stop_at_max_attempts_and_a_denied_session_is_skipped_without_a_ca
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_item_left_pending_by_a_closed_store_is_delivered_by_the_next_open_with_the_same_key() {
-    let path = temp_db();
+    for place in places() {
+        an_item_left_pending_by_a_closed_store_is_delivered_by_the_next_open_with_the_same_key_at(&place).await;
+    }
+}
+
+async fn an_item_left_pending_by_a_closed_store_is_delivered_by_the_next_open_with_the_same_key_at(path: &str) {
     let down = Arc::new(FakeHost::replying("x").with_deliver(|_| Box::pin(async { Err("not yet".to_owned()) })));
     let cfg = json!({"session": {"outbox": {"backoffMs": 60000}}});
-    let first = open(&path, cfg.clone(), down.clone());
+    let first = open(path, cfg.clone(), down.clone());
     first.start().await.unwrap();
     first.outbox.enqueue("k4", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload("k4")).unwrap();
     until(|| (item(&first, "k4").attempts == 1).then_some(())).await;
     first.close().await;
 
     let up = Arc::new(FakeHost::replying("x"));
-    let second = open(&path, json!({"session": {"outbox": {"backoffMs": 1}}}), up.clone());
+    let second = open(path, json!({"session": {"outbox": {"backoffMs": 1}}}), up.clone());
     // due in a minute by the first store's backoff: make it due now, as if the minute passed
     second
         .engine

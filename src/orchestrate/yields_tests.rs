@@ -2,6 +2,7 @@ use super::*;
 use crate::host::testing::FakeHost;
 use crate::orchestrate::subagents::testkit::{requests_in, spawn, str_of, tmp_db, until};
 use crate::orchestrate::tasks::testkit9::{open9 as open, open9_at as open_at};
+use crate::store::pg::testdb;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -64,8 +65,17 @@ async fn the_refusals_have_the_gateways_texts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_yield_resumes_the_requester_once_every_claimed_child_has_delivered() {
+    a_yield_resumes_the_requester_once_every_claimed_child_has_delivered_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yield_resumes_the_requester_once_every_claimed_child_has_delivered_on_postgres() {
+    a_yield_resumes_the_requester_once_every_claimed_child_has_delivered_at(&testdb::fresh_url()).await
+}
+
+async fn a_yield_resumes_the_requester_once_every_claimed_child_has_delivered_at(db: &str) {
     let (host, gate) = gated_host();
-    let o = open(json!({}), host.clone()).await;
+    let o = open_at(db, json!({}), host.clone()).await;
     let a = spawn(&o, json!({"task": "first", "label": "one"}), main_ctx()).await;
     let b = spawn(&o, json!({"task": "second"}), main_ctx()).await;
     assert_eq!(str_of(&a, "status"), "accepted");
@@ -133,29 +143,49 @@ fn paused_children_are_described_apart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_yield_survives_a_restart_and_the_next_open_resumes_it() {
-    let path = tmp_db();
+    a_yield_survives_a_restart_and_the_next_open_resumes_it_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yield_survives_a_restart_and_the_next_open_resumes_it_on_postgres() {
+    a_yield_survives_a_restart_and_the_next_open_resumes_it_at(&testdb::fresh_url()).await
+}
+
+async fn a_yield_survives_a_restart_and_the_next_open_resumes_it_at(db: &str) {
     let (host, _gate) = gated_host();
-    let first = open_at(&path, json!({}), host.clone()).await;
+    let first = open_at(db, json!({}), host.clone()).await;
     let a = spawn(&first, json!({"task": "long job"}), main_ctx()).await;
     assert_eq!(yield_(&first, json!({"message": "carry on"}), main_ctx()).await["status"], "yielded");
     first.close().await;
 
     // the next process: the child was interrupted, its completion is delivered, then the resume
     let (host2, _gate2) = gated_host();
-    let second = open_at(&path, json!({}), host2.clone()).await;
+    let second = open_at(db, json!({}), host2.clone()).await;
     until("the resume after reopen", || !resumes(&host2).is_empty()).await;
     assert_eq!(resumes(&host2)[0].message, resume_text("carry on"));
     let completion = requests_in(&host2, Lane::Announce);
     assert!(completion[0].message.contains("long job"), "the interrupted child's completion came first");
-    let rec = crate::orchestrate::subagents::testkit::record(&second, &str_of(&a, "runId")).unwrap();
-    assert_eq!(rec.announce.status, "delivered");
+    // the record learns of the delivery on a task of its own, beside the yield's check
+    let run = str_of(&a, "runId");
+    until("the child's record says delivered", || {
+        crate::orchestrate::subagents::testkit::record(&second, &run).is_some_and(|r| r.announce.status == "delivered")
+    })
+    .await;
     until("resumed", || yields_of(&second, "agent:main:main").is_empty()).await;
     second.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open() {
-    let path = tmp_db();
+    a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_on_postgres() {
+    a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_at(&testdb::fresh_url()).await
+}
+
+async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open_at(db: &str) {
     // the resume turn never answers in the first process
     let host = Arc::new(FakeHost::new(|req| {
         Box::pin(async move {
@@ -165,14 +195,14 @@ async fn a_resume_cut_short_by_a_restart_is_run_again_by_the_next_open() {
             Ok(json!({"reply": "ok"}))
         })
     }));
-    let first = open_at(&path, json!({}), host.clone()).await;
+    let first = open_at(db, json!({}), host.clone()).await;
     spawn(&first, json!({"task": "quick"}), main_ctx()).await;
     let _ = yield_(&first, json!({}), main_ctx()).await;
     until("the first resume starts", || !resumes(&host).is_empty()).await;
     first.close().await;
 
     let host2 = Arc::new(FakeHost::replying("ok"));
-    let second = open_at(&path, json!({}), host2.clone()).await;
+    let second = open_at(db, json!({}), host2.clone()).await;
     until("the resume is run again", || !resumes(&host2).is_empty()).await;
     let (r1, r2) = (&resumes(&host)[0], &resumes(&host2)[0]);
     assert_eq!(r1.idempotency_key, r2.idempotency_key, "one idempotency key for both tries");

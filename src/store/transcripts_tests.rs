@@ -232,7 +232,8 @@ fn on_postgres_a_history_page_and_an_id_lookup_walk_an_index_without_sorting() {
          OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = $1 AND entry_id = $2)",
         "EXPLAIN EXECUTE p('b', '00000001')",
     );
-    assert!(lookup.contains("messages_by_read_id"), "{lookup}");
+    // either partial index on (session_id, entry_id) answers it: the planner picks by cost
+    assert!(lookup.contains("using messages_by_"), "{lookup}");
     assert!(lookup.contains("transcript_entries_by_id"), "{lookup}");
     assert!(!lookup.contains("Seq Scan"), "{lookup}");
 }

@@ -85,3 +85,78 @@ fn a_folder_the_gateway_has_not_initialised_is_refused_and_a_missing_agent_repor
         fs::remove_dir_all(d).unwrap();
     }
 }
+
+/// Sessions by key, transcript lines by session id, run records, task records.
+type Dump = (Vec<(String, String)>, Vec<(String, Vec<String>)>, Vec<String>, Vec<String>);
+
+fn dump(st: &crate::store::Store) -> Dump {
+    st.read(|db| {
+        let mut sessions = Vec::new();
+        db.all_sessions(|k, j| {
+            sessions.push((k, j));
+            Ok(())
+        })?;
+        let mut transcripts = Vec::new();
+        for (_, j) in &sessions {
+            let e: Value = serde_json::from_str(j).unwrap();
+            let sid = e["sessionId"].as_str().unwrap_or_default().to_owned();
+            let mut lines = Vec::new();
+            db.each_entry(&sid, |x| {
+                lines.push(crate::mirror::entry_line(&x, 0));
+                Ok(())
+            })?;
+            transcripts.push((sid, lines));
+        }
+        let runs = db.all_subagent_runs()?.into_iter().map(|r| r.record).collect();
+        let tasks = db.all_tasks9()?.into_iter().map(|t| t.record).collect();
+        Ok((sessions, transcripts, runs, tasks))
+    })
+    .unwrap()
+}
+
+#[test]
+fn the_fixture_moves_through_postgres_as_through_sqlite_in_both_layouts() {
+    let src = fixture_copy("pg-src");
+    let live = Path::new("/srv/gateway/state");
+    let mut outcomes = Vec::new();
+    for st in crate::store::pg::testdb::stores() {
+        let d = st.dialect();
+        let r = crate::migrate::import_state_dir(&st, &km(), None, &src, 1_800_000_000_000).unwrap();
+        assert_eq!((r.sessions, r.messages, r.runs, r.tasks), (20, 30, 2, 2), "{d:?}");
+        let json = std::env::temp_dir().join(format!("st-oc9-pg-json-{}", uuid::Uuid::new_v4()));
+        let ex1 = crate::migrate::export_state_dir(&st, &km(), &json, Some(live)).unwrap();
+        let out = initialised_copy("pg-exp");
+        let ex9 = export_state_dir_2026_9(&st, &km(), &out).unwrap();
+        assert_eq!((ex9.sessions, ex9.messages, ex9.runs, ex9.tasks), (20, 30, 2, 2), "{d:?}");
+        let (back, _) = import(&out);
+        let files: Vec<(String, Vec<u8>)> = walk(&json);
+        outcomes.push((r, ex1, ex9, dump(&st), dump(&back), files));
+        fs::remove_dir_all(&json).unwrap();
+        fs::remove_dir_all(&out).unwrap();
+    }
+    let (lite, pg) = (&outcomes[0], &outcomes[1]);
+    assert_eq!(pg.0, lite.0, "the import reports");
+    assert_eq!((&pg.1, &pg.2), (&lite.1, &lite.2), "the export reports");
+    assert_eq!(pg.3, lite.3, "the stores");
+    assert_eq!(pg.4, lite.4, "the 2026.9 exports, read back");
+    assert_eq!(pg.5, lite.5, "the 2026.1 exports, byte for byte");
+    fs::remove_dir_all(&src).unwrap();
+}
+
+/// Every file below `root` (relative path, bytes), in path order.
+fn walk(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -13,6 +13,7 @@ use crate::host::AgentRunRequest;
 use crate::host::{Lane, RunOptions};
 use crate::orchestrate::runs::{Provenance, RunSpec, INTERRUPTED};
 use crate::orchestrate::state::Orchestrator;
+use crate::store::pg::testdb;
 use std::sync::atomic::Ordering;
 
 fn announced(o: &Orchestrator, run_id: &str) -> bool {
@@ -23,8 +24,17 @@ fn announced(o: &Orchestrator, run_id: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p12_p13_a_child_run_then_one_delivered_announce_on_the_requester_and_delete_cleanup() {
+    p12_p13_a_child_run_then_one_delivered_announce_on_the_requester_and_delete_cleanup_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p12_p13_a_child_run_then_one_delivered_announce_on_the_requester_and_delete_cleanup_on_postgres() {
+    p12_p13_a_child_run_then_one_delivered_announce_on_the_requester_and_delete_cleanup_at(&testdb::fresh_url()).await
+}
+
+async fn p12_p13_a_child_run_then_one_delivered_announce_on_the_requester_and_delete_cleanup_at(db: &str) {
     let host = replying_host();
-    let o = open(json!({}), host.clone()).await;
+    let o = open_at(db, json!({}), host.clone()).await;
     let out = spawn(
         &o,
         json!({"task": "count the stars", "cleanup": "delete"}),
@@ -566,9 +576,20 @@ fn hanging_in(lane: Lane) -> Arc<FakeHost> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p16_a_child_in_flight_when_the_store_closed_ends_interrupted_and_is_announced_on_the_next_open() {
-    let path = tmp_db();
+    p16_a_child_in_flight_when_the_store_closed_ends_interrupted_and_is_announced_on_the_next_open_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p16_a_child_in_flight_when_the_store_closed_ends_interrupted_and_is_announced_on_the_next_open_on_postgres() {
+    p16_a_child_in_flight_when_the_store_closed_ends_interrupted_and_is_announced_on_the_next_open_at(
+        &testdb::fresh_url(),
+    )
+    .await
+}
+
+async fn p16_a_child_in_flight_when_the_store_closed_ends_interrupted_and_is_announced_on_the_next_open_at(db: &str) {
     let first = hanging_in(Lane::Subagent);
-    let o1 = open_at(&path, json!({}), first.clone()).await;
+    let o1 = open_at(db, json!({}), first.clone()).await;
     let ctx = json!({"agentSessionKey": "main", "agentChannel": " whatsapp ", "agentAccountId": " acct-main "});
     let out = spawn(&o1, json!({"task": "long job"}), ctx).await;
     let run_id = str_of(&out, "runId");
@@ -577,7 +598,7 @@ async fn p16_a_child_in_flight_when_the_store_closed_ends_interrupted_and_is_ann
     assert!(requests_in(&first, Lane::Announce).is_empty());
 
     let second = replying_host();
-    let o2 = open_at(&path, json!({}), second.clone()).await;
+    let o2 = open_at(db, json!({}), second.clone()).await;
     until("announced by the next open", || announced(&o2, &run_id)).await;
     let rec = record(&o2, &run_id).unwrap();
     assert_eq!(rec.outcome, Some(RunOutcome { status: "error".into(), error: Some(INTERRUPTED.into()) }));
@@ -596,16 +617,24 @@ async fn p16_a_child_in_flight_when_the_store_closed_ends_interrupted_and_is_ann
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key() {
-    let path = tmp_db();
+    p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key_on_postgres() {
+    p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key_at(&testdb::fresh_url()).await
+}
+
+async fn p19_an_announce_cut_short_by_close_is_retried_by_the_next_open_with_the_same_key_at(db: &str) {
     let first = hanging_in(Lane::Announce);
-    let o1 = open_at(&path, json!({}), first.clone()).await;
+    let o1 = open_at(db, json!({}), first.clone()).await;
     let run_id = str_of(&spawn(&o1, json!({"task": "t"}), json!({"agentSessionKey": "main"})).await, "runId");
     until("the announce run started", || !requests_in(&first, Lane::Announce).is_empty()).await;
     let key = record(&o1, &run_id).unwrap().announce.idempotency_key;
     o1.close().await;
 
     let second = replying_host();
-    let o2 = open_at(&path, json!({}), second.clone()).await;
+    let o2 = open_at(db, json!({}), second.clone()).await;
     until("announced by the next open", || announced(&o2, &run_id)).await;
     let rec = record(&o2, &run_id).unwrap();
     assert_eq!(rec.announce.idempotency_key, key);

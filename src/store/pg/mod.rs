@@ -13,6 +13,8 @@
 //! says.
 
 mod blocking;
+#[cfg(test)]
+mod blocking_tests;
 mod copy;
 pub mod dialect;
 mod listen;

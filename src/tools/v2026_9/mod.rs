@@ -10,6 +10,11 @@ pub mod history;
 pub mod list;
 pub mod params;
 pub mod redact;
+mod redact_auth;
+mod redact_aws;
+mod redact_fields;
+mod redact_form;
+mod redact_pass;
 pub mod redact_rx;
 
 use serde_json::{json, Value};
