@@ -20,6 +20,7 @@ import { SqliteStore, SQLITE_VERSION } from './lib/sqlite-baseline.mjs'
 import { makeEntry, makeTranscriptMessage, transcriptLine, rng } from './lib/data.mjs'
 import { renderChart } from './lib/chart.mjs'
 import { orchestrationTable, orchestrationWorkloads } from './lib/orchestration.mjs'
+import { postgresTable, postgresWorkloads } from './lib/postgres.mjs'
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url))
 const argv = process.argv.slice(2)
@@ -38,6 +39,9 @@ const BURST = 1_000
 const WAL_SECONDS = QUICK ? 5 : 30
 const WAL_HOLD_MS = 1_000
 const ONLY_WAL_SKIP = argv.includes('--no-wal')
+const POSTGRES_SKIP = argv.includes('--no-postgres')
+// PostgreSQL rows: the SQLite sizes (quick: the smallest only, CI runs it on a debug build)
+const PG_SIZES = QUICK ? SIZES.slice(0, 1) : SIZES
 const CTX = { agentSessionKey: 'agent:main:main' }
 const ACTIVE_PARAMS = { activeMinutes: 60, kinds: ['group'] }
 const LIST_PARAMS = { limit: 50 }
@@ -316,13 +320,17 @@ try {
     'Sessions: 60% direct, 30% group, 10% cron keys under agent main; entries of about 0.6-0.8 KB (no skillsSnapshot/systemPromptReport, which make real entries larger).',
     `Iterations per workload and side: up to ${RUN.iters} after ${RUN.warmup} warm-up, stopping after ${RUN.capMs} ms once ${RUN.minIters} ran.`,
   )
-  if (QUICK) notes.push('Quick mode: sizes 1,000 and 10,000, 20,000-message transcript, few iterations, no memory workload.')
+  if (QUICK) notes.push('Quick mode: sizes 1,000 and 10,000 (PostgreSQL: 1,000), 20,000-message transcript, few iterations, no memory workload.')
 
   // The OpenClaw child runs first, alone: nothing of ours competes with it for the CPU.
   const openclaw = runOpenclaw(findOpenclaw(argv, process.env), { work: path.join(WORK, 'openclaw'), sizes: SIZES, historyMessages: HISTORY_MESSAGES, run: RUN, log })
   if (openclaw.skipped) log(`openclaw baseline skipped: ${openclaw.skipped}`)
   const paths = await storeWorkloads()
   await historyWorkload()
+  const postgres = POSTGRES_SKIP
+    ? { skipped: '--no-postgres' }
+    : await postgresWorkloads({ SessionTools, sizes: PG_SIZES, historyMessages: HISTORY_MESSAGES, measure, work: WORK, quick: QUICK, log })
+  if (postgres.skipped) log(`postgres rows skipped: ${postgres.skipped}`)
   const memory = QUICK ? null : memoryWorkload(paths)
   const wal = ONLY_WAL_SKIP ? null : await walWorkload({ SessionTools, SqliteStore, work: WORK, seconds: WAL_SECONDS, holdMs: WAL_HOLD_MS, log })
   const orchestration = await orchestrationWorkloads({ SessionTools, quick: QUICK, log })
@@ -347,11 +355,12 @@ try {
     durationS: round((performance.now() - t0) / 1000),
   }
   fs.mkdirSync(OUT_DIR, { recursive: true })
-  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, memory, wal, openclaw: openclaw.skipped ? null : { ...openclaw, versus: openclawVs }, orchestration }, null, 2) + '\n')
+  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, memory, wal, openclaw: openclaw.skipped ? null : { ...openclaw, versus: openclawVs }, orchestration, postgres }, null, 2) + '\n')
   fs.writeFileSync(path.join(OUT_DIR, 'chart.svg'), renderChart({ meta, results, sizes: SIZES }))
   console.log(`\nsession-tools bench (${meta.mode}, ${meta.node}, ${meta.cpus})\n`)
   console.log(table(results, memory))
   console.log(`\nAgainst OpenClaw's own store:\n\n${openclawTable(openclaw, openclawVs)}`)
+  console.log(`\nsession-tools on PostgreSQL (same workloads; sqlite = session-tools on SQLite above):\n\n${postgresTable(postgres, results)}`)
   if (wal) console.log(`\nWrite-ahead log under a reader that is always there:\n\n${walTable(wal)}`)
   console.log(`\nOrchestration (session-tools only; the baselines are stores):\n\n${orchestrationTable(orchestration)}`)
   for (const r of results) {

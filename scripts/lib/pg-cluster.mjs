@@ -37,8 +37,10 @@ function asUser(user, bin, args) {
 /**
  * Starts a cluster; `{ url, stop() }`. `url` names the server (database `postgres`, user
  * `postgres`, over the socket). Throws with {@link MISSING} when the binaries are not there.
+ * `durable`: fsync, synchronous commits and full-page writes on, as in production (the soak's
+ * server restart, the bench's figures); else off, for speed (the tests).
  */
-export function startCluster({ port = 5432 } = {}) {
+export function startCluster({ port = 5432, durable = false } = {}) {
   const initdb = findBin('initdb')
   const pgCtl = findBin('pg_ctl')
   if (!initdb || !pgCtl) throw new Error(MISSING)
@@ -55,9 +57,7 @@ export function startCluster({ port = 5432 } = {}) {
     `-c listen_addresses=''`,
     `-c unix_socket_directories='${dir}'`,
     `-c port=${port}`,
-    '-c fsync=off',
-    '-c synchronous_commit=off',
-    '-c full_page_writes=off',
+    ...(durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
     '-c max_connections=300',
   ].join(' ')
   run(pgCtl, ['-D', data, '-w', '-s', '-l', path.join(dir, 'log'), '-o', opts, 'start'])
@@ -70,6 +70,7 @@ export function startCluster({ port = 5432 } = {}) {
   return {
     url,
     dir,
+    durable,
     /** Stops the server (it can be started again with `start`). */
     halt: (mode = 'fast') => control('stop', mode),
     start: () => control('start'),

@@ -6,8 +6,9 @@
 //! stopped store's items are taken over by another (API.md §1.7). One idempotency key per item,
 //! for all of its tries. What an attempt *does* is the [`Dispatcher`]'s business.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -79,6 +80,8 @@ pub struct Outbox {
     wake: Notify,
     closed: AtomicBool,
     dispatcher: OnceLock<Weak<dyn Dispatcher>>,
+    /// the ids of the items this worker is attempting now
+    attempting: Mutex<HashSet<i64>>,
 }
 
 impl Outbox {
@@ -89,6 +92,7 @@ impl Outbox {
             wake: Notify::new(),
             closed: AtomicBool::new(false),
             dispatcher: OnceLock::new(),
+            attempting: Mutex::new(HashSet::new()),
         })
     }
 
@@ -156,6 +160,7 @@ impl Outbox {
             match claimed {
                 Ok(rows) => {
                     for row in rows {
+                        self.attempting.lock().unwrap_or_else(|p| p.into_inner()).insert(row.id);
                         let this = self.clone();
                         tokio::spawn(async move { this.attempt(row).await });
                     }
@@ -167,6 +172,12 @@ impl Outbox {
                     if let Some(d) = self.dispatcher() {
                         d.emit(store_error(&err));
                     }
+                    // The claim may have committed unseen (the connection broke as it did):
+                    // give back what this worker holds but is not attempting.
+                    let held: Vec<i64> =
+                        self.attempting.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect();
+                    let (e, lease) = (self.engine.clone(), self.lease.clone());
+                    let _ = blocking(move || e.store().write(|db| db.release_outbox_claims(lease.id(), &held))).await;
                 }
             }
             let (e, lease) = (self.engine.clone(), self.lease.clone());
@@ -216,6 +227,7 @@ impl Outbox {
             ev.details.insert("final".into(), (status == "failed").into());
             d.emit(ev);
         }
+        self.attempting.lock().unwrap_or_else(|p| p.into_inner()).remove(&row.id);
         match stored {
             Err(err) => d.emit(store_error(&err)),
             Ok((status, error)) if status != "pending" => d.settled(&row, status, tries, error.as_deref()),

@@ -148,6 +148,23 @@ impl Db<'_> {
         Ok(out)
     }
 
+    /// Gives back `owner`'s claims on pending items it is not attempting (`attempting`: the ids it
+    /// is): claimable again at once, by `owner` only while its lease lives. For a claim whose
+    /// commit could not be confirmed (the connection broke as it committed): the rows it may
+    /// hold would otherwise wait out the attempt deadline unattempted. How many were given back.
+    pub fn release_outbox_claims(&self, owner: &str, attempting: &[i64]) -> Result<usize> {
+        let mut list = String::from(",");
+        for id in attempting {
+            list.push_str(&id.to_string());
+            list.push(',');
+        }
+        self.exec(
+            "UPDATE outbox SET lease_until = NULL
+             WHERE owner = ?1 AND status = 'pending' AND instr(?2, ',' || CAST(id AS TEXT) || ',') = 0",
+            args![owner, list],
+        )
+    }
+
     /// Records the outcome of one attempt and releases the claim: `status` pending (with the
     /// next due time) or final.
     pub fn settle_outbox(

@@ -60,3 +60,28 @@ fn items_are_recorded_once_claimed_in_due_order_settled_and_counted() {
         assert_eq!(s.read(|db| db.outbox_pending_count()).unwrap(), 2, "{on:?}");
     }
 }
+
+#[test]
+fn claims_given_back_are_claimable_at_once_except_those_being_attempted() {
+    for s in testdb::stores() {
+        let on = s.dialect();
+        s.write(|db| {
+            db.put_owner(&me())?;
+            db.insert_outbox("one", "a2a_announce", None, &json!({}), 10)?;
+            db.insert_outbox("two", "a2a_announce", None, &json!({}), 10)?;
+            Ok(())
+        })
+        .unwrap();
+        let got = s.write(|db| db.claim_outbox("me", A2A, 100, 60_000, 8)).unwrap();
+        assert_eq!(got.len(), 2, "{on:?}");
+        // both held until their attempt deadline
+        assert!(s.write(|db| db.claim_outbox("me", A2A, 200, 60_000, 8)).unwrap().is_empty(), "{on:?}");
+        let attempting = got.iter().find(|r| r.idempotency_key == "one").map(|r| r.id).unwrap();
+        assert_eq!(s.write(|db| db.release_outbox_claims("me", &[attempting])).unwrap(), 1, "{on:?}");
+        let again = s.write(|db| db.claim_outbox("me", A2A, 200, 60_000, 8)).unwrap();
+        assert_eq!(again.iter().map(|r| r.idempotency_key.as_str()).collect::<Vec<_>>(), ["two"], "{on:?}");
+        // another owner never gets them while "me" holds its lease
+        s.write(|db| db.release_outbox_claims("me", &[])).unwrap();
+        assert!(s.write(|db| db.claim_outbox("other", A2A, 300, 60_000, 8)).unwrap().is_empty(), "{on:?}");
+    }
+}

@@ -2,6 +2,7 @@
 //! `cleanupCompletedAt` and the archive time (counted from the run's end).
 
 use super::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -19,11 +20,18 @@ pub fn announce_settled(orch: &Arc<Orchestrator>, row: &OutboxRow, status: &str,
     orch.subagents().spawn_task(async move { settle(&o, &run_id, &status, attempts).await });
 }
 
-/// Records the announce's final status, then cleans up.
+/// Records the announce's final status, then cleans up. `subagent.announced` is emitted by the
+/// store whose write moved the record from `pending`: another store (another process, or the
+/// second store of one) settling the same record afterwards finds it settled and stays quiet.
 pub(super) async fn settle(orch: &Arc<Orchestrator>, run_id: &str, status: &str, attempts: u32) {
     let s = status.to_owned();
+    let moved = Arc::new(AtomicBool::new(false));
+    let m = moved.clone();
     let rec = update(orch, run_id, move |r| {
-        if r.announce.status == "pending" {
+        // set on every try of the write (a retried write calls this again)
+        let pending = r.announce.status == "pending";
+        m.store(pending, Ordering::SeqCst);
+        if pending {
             r.announce.status = s.clone();
         }
         r.announce.attempts = r.announce.attempts.max(attempts);
@@ -38,7 +46,7 @@ pub(super) async fn settle(orch: &Arc<Orchestrator>, run_id: &str, status: &str,
             return;
         }
     };
-    if status == "delivered" && rec.announce.status == "delivered" {
+    if status == "delivered" && rec.announce.status == "delivered" && moved.load(Ordering::SeqCst) {
         orch.emit(
             "subagent.announced",
             Some(run_id),

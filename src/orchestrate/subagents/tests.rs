@@ -764,3 +764,26 @@ async fn list_filters_by_the_canonical_requester_in_created_order() {
     assert!(first["announce"]["idempotencyKey"].is_string());
     o.close().await;
 }
+
+// ---- settling an announce another store already settled ------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settled_announce_settled_again_by_another_store_emits_subagent_announced_once() {
+    let path = tmp_db();
+    let host = replying_host();
+    let a = open_at(&path, json!({}), host.clone()).await;
+    let out =
+        spawn(&a, json!({"task": "count", "cleanup": "keep"}), json!({"agentSessionKey": "agent:main:main"})).await;
+    let run_id = str_of(&out, "runId");
+    until("the announce is delivered", || announced(&a, &run_id)).await;
+    let count = |h: &FakeHost| h.event_kinds().iter().filter(|k| **k == "subagent.announced").count();
+    until("the announce is reported", || count(&host) == 1).await;
+    // a second store on the same file (another process, as far as the record knows) settles it
+    // again, as its open-time resume does when it read the record just before the first settled
+    let other = replying_host();
+    let b = open_at(&path, json!({}), other.clone()).await;
+    super::cleanup::settle(&b, &run_id, "delivered", 1).await;
+    super::cleanup::settle(&a, &run_id, "delivered", 1).await;
+    assert_eq!((count(&host), count(&other)), (1, 0), "only the store that moved it from pending reports it");
+    assert!(announced(&a, &run_id));
+}
