@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::tests::{assert_claimed_once, claim_race, seed_outbox};
 use super::*;
 use crate::store::pg::testdb;
 use crate::store::runs::RunRecord;
@@ -40,42 +41,9 @@ fn run(id: &str) -> RunRecord {
 #[test]
 fn two_stores_on_one_schema_claiming_at_once_claim_every_item_exactly_once() {
     let url = testdb::fresh_url();
-    let first = Store::open(&url).unwrap();
-    first
-        .write(|db| {
-            for i in 0..300 {
-                db.insert_outbox(&format!("k{i}"), "a2a_announce", None, &json!({}), 0)?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    let claimers: Vec<_> = ["host-a", "host-a", "host-b", "host-b"]
-        .into_iter()
-        .enumerate()
-        .map(|(pid, host)| {
-            let url = url.clone();
-            std::thread::spawn(move || {
-                let store = Store::open(&url).unwrap();
-                let lease = Lease::new(here(host, pid as u32), system_clock());
-                store.write(|db| lease.acquire(db, 600_000)).unwrap();
-                let mut mine = Vec::new();
-                loop {
-                    let got = store.write(|db| db.claim_outbox(lease.id(), KINDS, lease.now(db)?, 600_000, 7)).unwrap();
-                    if got.is_empty() {
-                        return mine;
-                    }
-                    mine.extend(got.into_iter().map(|r| r.idempotency_key));
-                }
-            })
-        })
-        .collect();
-    let got: Vec<Vec<String>> = claimers.into_iter().map(|h| h.join().unwrap()).collect();
-    let mut all: Vec<&String> = got.iter().flatten().collect();
-    let n = all.len();
-    all.sort();
-    all.dedup();
-    assert_eq!(all.len(), n, "an item was claimed twice");
-    assert_eq!(n, 300, "every item was claimed once");
+    let first = seed_outbox(&url, 300);
+    let claimers = [("host-a", 0), ("host-a", 1), ("host-b", 2), ("host-b", 3)];
+    assert_claimed_once(claim_race(&url, &claimers), 300);
     assert_eq!(first.read(|db| db.outbox_next_claimable("nobody", 0)).unwrap(), None);
 }
 

@@ -186,23 +186,34 @@ fn an_owner_tries_its_own_stuck_claim_again_only_after_the_attempt_deadline() {
 fn two_owners_on_one_file_never_both_claim_an_item() {
     let dir = std::env::temp_dir().join(format!("st-owner-{}", uuid::Uuid::new_v4()));
     let path = dir.join("s.db").to_string_lossy().into_owned();
-    let first = Store::open(&path).unwrap();
-    first
+    drop(seed_outbox(&path, 300));
+    assert_claimed_once(claim_race(&path, &[("host-a", 1), ("host-b", 1)]), 300);
+}
+
+/// Opens the store at `location` and records `n` due announces (`k0` …), in one write.
+pub(super) fn seed_outbox(location: &str, n: usize) -> Store {
+    let store = Store::open(location).unwrap();
+    store
         .write(|db| {
-            for i in 0..300 {
+            for i in 0..n {
                 db.insert_outbox(&format!("k{i}"), "a2a_announce", None, &json!({}), 0)?;
             }
             Ok(())
         })
         .unwrap();
-    drop(first);
-    let claimers: Vec<_> = ["host-a", "host-b"]
-        .into_iter()
-        .map(|host| {
-            let path = path.clone();
+    store
+}
+
+/// One store per `(host, pid)` on `location`, each on its own thread, claiming until nothing is
+/// left: the idempotency keys each one claimed.
+pub(super) fn claim_race(location: &str, claimers: &[(&'static str, u32)]) -> Vec<Vec<String>> {
+    let threads: Vec<_> = claimers
+        .iter()
+        .map(|&(host, pid)| {
+            let location = location.to_owned();
             std::thread::spawn(move || {
-                let store = Store::open(&path).unwrap();
-                let lease = Lease::new(here(host, 1), system_clock());
+                let store = Store::open(&location).unwrap();
+                let lease = Lease::new(here(host, pid), system_clock());
                 store.write(|db| lease.acquire(db, 600_000)).unwrap();
                 let mut mine = Vec::new();
                 loop {
@@ -215,13 +226,17 @@ fn two_owners_on_one_file_never_both_claim_an_item() {
             })
         })
         .collect();
-    let got: Vec<Vec<String>> = claimers.into_iter().map(|h| h.join().unwrap()).collect();
+    threads.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// Every one of `n` items was claimed, none twice.
+pub(super) fn assert_claimed_once(got: Vec<Vec<String>>, n: usize) {
     let mut all: Vec<&String> = got.iter().flatten().collect();
-    let n = all.len();
+    let claimed = all.len();
     all.sort();
     all.dedup();
-    assert_eq!(all.len(), n, "an item was claimed twice");
-    assert_eq!(n, 300, "every item was claimed once");
+    assert_eq!(all.len(), claimed, "an item was claimed twice");
+    assert_eq!(claimed, n, "every item was claimed once");
 }
 
 #[test]
