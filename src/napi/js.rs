@@ -130,22 +130,6 @@ pub fn from_json_text<'env>(env: &'env Env, text: &str) -> napi::Result<Unknown<
     parse.call(s.to_unknown())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::replace_lone_surrogates;
-
-    #[test]
-    fn lone_surrogates_become_replacement_characters_and_pairs_stay() {
-        assert_eq!(replace_lone_surrogates(r#""a\ud83d""#), r#""a\ufffd""#);
-        assert_eq!(replace_lone_surrogates(r#""\udc00x""#), r#""\ufffdx""#);
-        assert_eq!(replace_lone_surrogates(r#""\ud83d\ude00""#), r#""\ud83d\ude00""#);
-        assert_eq!(replace_lone_surrogates(r#""\\ud83d""#), r#""\\ud83d""#);
-        assert_eq!(replace_lone_surrogates(r#""\u00e9""#), r#""\u00e9""#);
-        let s: String = serde_json::from_str(&replace_lone_surrogates(r#""cut \ud83d""#)).unwrap();
-        assert_eq!(s, "cut \u{fffd}");
-    }
-}
-
 /// The reason of an `AbortSignal` that is already aborted, or `None` (no signal, a signal not
 /// aborted, or something that is not a signal: `execute` never fails over its third argument;
 /// a throwing getter is cleared).
@@ -165,4 +149,20 @@ pub fn aborted_reason<'env>(env: &'env Env, v: Option<Unknown<'env>>) -> Option<
     };
     clear_pending(env);
     reason
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_lone_surrogates;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters_and_pairs_stay() {
+        assert_eq!(replace_lone_surrogates(r#""a\ud83d""#), r#""a\ufffd""#);
+        assert_eq!(replace_lone_surrogates(r#""\udc00x""#), r#""\ufffdx""#);
+        assert_eq!(replace_lone_surrogates(r#""\ud83d\ude00""#), r#""\ud83d\ude00""#);
+        assert_eq!(replace_lone_surrogates(r#""\\ud83d""#), r#""\\ud83d""#);
+        assert_eq!(replace_lone_surrogates(r#""\u00e9""#), r#""\u00e9""#);
+        let s: String = serde_json::from_str(&replace_lone_surrogates(r#""cut \ud83d""#)).unwrap();
+        assert_eq!(s, "cut \u{fffd}");
+    }
 }
