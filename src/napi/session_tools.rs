@@ -89,7 +89,9 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
         contract,
     )?;
     let mut functions = Vec::new();
-    for name in ["runAgent", "deliver", "onEvent", "steer", "abortRun", "bindThread", "stageAttachments"] {
+    for name in
+        ["runAgent", "deliver", "onEvent", "steer", "abortRun", "bindThread", "unbindThread", "stageAttachments"]
+    {
         if let Some(v) = get(name)? {
             let t = v.get_type().map_err(|e| bad(e.reason.clone()))?;
             if t != ValueType::Function && t != ValueType::Null {
