@@ -485,6 +485,7 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
                     r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
                     r.announce.status = "skipped".into();
                     r.archive_at_ms = None;
+                    r.pause_reason = None;
                     db.put_subagent_run(&r)?;
                 }
             }

@@ -135,7 +135,8 @@ impl Db<'_> {
                 r.run_id,
                 r.requester_session_key,
                 r.child_session_key,
-                i64::from(r.ended_at.is_some()),
+                // a paused child's run has ended too (2026.9 counts it as no active child)
+                i64::from(r.ended_at.is_some() || r.pause_reason.is_some()),
                 r.announce.status,
                 r.archive_at_ms,
                 r.to_json().to_string()

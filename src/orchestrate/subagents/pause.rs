@@ -76,6 +76,11 @@ pub fn paused_of(db: &Db<'_>, child_key: &str) -> Result<Option<SubagentRun>> {
     Ok(db.subagent_runs_of_child(child_key)?.into_iter().rev().find(is_paused))
 }
 
+/// The paused children of a requester (its deletion stops them as it stops running ones).
+pub fn paused_of_requester(db: &Db<'_>, requester_key: &str) -> Result<Vec<SubagentRun>> {
+    Ok(db.subagent_runs(Some(requester_key))?.into_iter().filter(is_paused).collect())
+}
+
 /// Why an adoption did not happen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotAdopted {

@@ -70,10 +70,14 @@ fn completions(host: &FakeHost) -> Vec<crate::host::AgentRunRequest> {
 
 /// Spawns a child and waits until it is paused: (child key, first run id, task id).
 async fn spawn_paused(o: &Arc<Orchestrator>) -> (String, String, String) {
-    let out = spawn(o, json!({"task": "investigate", "label": "scout"}), main_ctx()).await;
+    spawn_paused_by(o, main_ctx()).await
+}
+
+async fn spawn_paused_by(o: &Arc<Orchestrator>, ctx: Value) -> (String, String, String) {
+    let out = spawn(o, json!({"task": "investigate", "label": "scout"}), ctx.clone()).await;
     let (child, run) = (str_of(&out, "childSessionKey"), str_of(&out, "runId"));
     until("the child is paused", || paused(o, &child).is_some()).await;
-    let list = subagents(o, json!({}), main_ctx()).await;
+    let list = subagents(o, json!({}), ctx).await;
     let task = list["tasks"][0].clone();
     assert_eq!((task["status"].as_str(), task["execution"]["state"].as_str()), (Some("running"), Some("waiting")));
     assert_eq!(task["execution"]["wait"], json!({"kind": "external"}));
@@ -197,5 +201,31 @@ async fn a_child_that_hands_nothing_over_cannot_be_resumed() {
     let plain = send(&o, json!({"sessionKey": child, "message": "continue", "timeoutSeconds": 0}), main_ctx()).await;
     assert_eq!(plain["status"], "accepted");
     assert!(plain.get("mode").is_none(), "{plain}");
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_child_is_no_active_child_and_stops_with_its_requester() {
+    let (host, cell) = pausing_host();
+    let cfg = json!({"agents": {"defaults": {"subagents": {"maxChildrenPerAgent": 1}}}});
+    let o = open9_at(":memory:", cfg, host.clone()).await;
+    let _ = cell.set(Arc::downgrade(&o));
+    let work = json!({"agentSessionKey": "agent:main:work"});
+    let (child, first_run, _) = spawn_paused_by(&o, work.clone()).await;
+    // 2026.9 counts a paused child (its run ended) as no active child
+    let next = spawn(&o, json!({"task": "another"}), work).await;
+    assert_eq!(next["status"], "accepted", "{next}");
+    let second = str_of(&next, "childSessionKey");
+    until("the second child is paused", || paused(&o, &second).is_some()).await;
+    // the requester's deletion stops its paused children unannounced
+    o.engine().upsert_session(&json!("agent:main:work"), &json!({})).unwrap();
+    let deleted = o.delete_session(json!("agent:main:work"), json!({})).await.unwrap();
+    assert_eq!(deleted["deleted"], true, "{deleted}");
+    until("the paused children are stopped", || paused(&o, &child).is_none() && paused(&o, &second).is_none()).await;
+    let rec = o.engine().store().read(|db| db.subagent_run(&first_run)).unwrap().unwrap();
+    assert_eq!((rec.announce.status.as_str(), rec.pause_reason.as_deref()), ("skipped", None));
+    assert_eq!(rec.outcome.and_then(|o| o.error).as_deref(), Some(REQUESTER_DELETED));
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(requests_in(&host, Lane::Announce).is_empty());
     o.close().await;
 }
