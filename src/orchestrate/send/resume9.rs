@@ -71,6 +71,10 @@ fn refusal(found: &Found, caller: &str) -> std::result::Result<SubagentRun, &'st
 /// its own `sessions_yield`, whose completion goes to its requester, and the caller is that
 /// requester and may control its children.
 pub async fn should_auto_resume(orch: &Orchestrator, target: &str, caller: &str) -> Result<bool> {
+    // only a sub-agent session can hold a paused child: other sends read nothing more
+    if !keys::is_subagent_key(target) {
+        return Ok(false);
+    }
     let found = lookup(orch, target, caller).await?;
     Ok(refusal(&found, caller).is_ok())
 }
