@@ -285,12 +285,7 @@ impl<'c> PgTx<'c> {
     }
 
     /// The statement rewritten, the arguments' types, and the arguments in `$n` order.
-    fn bind<'a>(
-        &self,
-        sql: &'static str,
-        args: &'a [Arg<'a>],
-        names: &[&str],
-    ) -> Result<Bound<'a>> {
+    fn bind<'a>(&self, sql: &'static str, args: &'a [Arg<'a>], names: &[&str]) -> Result<Bound<'a>> {
         let rw = dialect::rewrite(sql);
         let ordered: Vec<&Arg<'_>> = if rw.names.is_empty() {
             args.iter().collect()
