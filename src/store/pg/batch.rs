@@ -28,14 +28,20 @@ struct Open {
     tx: *const (),
     /// the job running (its index in the batch)
     current: Cell<usize>,
-    /// the first job whose writes are in the transaction not committed yet
-    tx_start: Cell<usize>,
-    /// the current job has a write in that transaction
-    job_wrote: Cell<bool>,
+    /// the jobs with a write in the transaction not committed yet
+    writers: RefCell<Vec<usize>>,
     /// the connection broke: what is left of the job runs alone, the next job in a new transaction
     dead: Cell<bool>,
-    /// jobs `start..=end` whose writes were lost, and why
-    lost: RefCell<Vec<(usize, usize, String)>>,
+    /// jobs whose writes were lost, and why
+    lost: RefCell<Vec<(usize, String)>>,
+}
+
+impl Open {
+    /// The writes of the open transaction are lost: their jobs are told `why`.
+    fn lose(&self, why: &str) {
+        let mut lost = self.lost.borrow_mut();
+        lost.extend(self.writers.borrow_mut().drain(..).map(|i| (i, why.to_owned())));
+    }
 }
 
 thread_local! {
@@ -66,7 +72,7 @@ impl PgStore {
         let (jobs, delivers): (Vec<GroupJob>, Vec<Deliver>) = jobs.into_iter().unzip();
         let n = jobs.len();
         let mut outs: Vec<Result<String>> = Vec::with_capacity(n);
-        let mut lost: Vec<(usize, usize, String)> = Vec::new();
+        let mut lost: Vec<(usize, String)> = Vec::new();
         let mut jobs = jobs.into_iter();
         let run = |job: GroupJob| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or_else(|_| Err(internal_error()))
@@ -86,43 +92,34 @@ impl PgStore {
                     store: self as *const PgStore,
                     tx: &tx as *const PgTx<'_> as *const (),
                     current: Cell::new(first),
-                    tx_start: Cell::new(first),
-                    job_wrote: Cell::new(false),
+                    writers: RefCell::new(Vec::new()),
                     dead: Cell::new(false),
                     lost: RefCell::new(Vec::new()),
                 })
             });
             for job in jobs.by_ref() {
                 let i = outs.len();
-                with_open(|o| {
-                    o.current.set(i);
-                    o.job_wrote.set(false);
-                });
+                with_open(|o| o.current.set(i));
                 outs.push(run(job));
                 if with_open(|o| o.dead.get()).unwrap_or(true) {
                     break;
                 }
             }
             let Some(open) = OPEN.with(|b| b.borrow_mut().take()) else {
-                lost.push((first, outs.len().saturating_sub(1), "internal error: the write batch ended".into()));
+                // not reached: the registration is only taken here
+                lost.extend((first..outs.len()).map(|i| (i, "internal error: the write batch ended".to_owned())));
                 continue;
             };
             if !open.dead.get() {
                 if let Err(e) = tx.commit() {
-                    lost.push((
-                        open.tx_start.get(),
-                        outs.len().saturating_sub(1),
-                        format!("the write was not committed: {}", e.message()),
-                    ));
+                    open.lose(&format!("the write was not committed: {}", e.message()));
                 }
             }
             lost.extend(open.lost.into_inner());
         }
-        for (start, end, why) in lost {
-            for out in outs.iter_mut().take(end + 1).skip(start) {
-                if out.is_ok() {
-                    *out = Err(Error::store(why.clone()));
-                }
+        for (i, why) in lost {
+            if let Some(out) = outs.get_mut(i).filter(|o| o.is_ok()) {
+                *out = Err(Error::store(why));
             }
         }
         for (deliver, out) in delivers.into_iter().zip(outs) {
@@ -153,19 +150,22 @@ impl PgStore {
             Ok(v) => {
                 match after {
                     None => {
-                        with_open(|o| o.job_wrote.set(true));
+                        with_open(|o| {
+                            let mut writers = o.writers.borrow_mut();
+                            if writers.last() != Some(&o.current.get()) {
+                                writers.push(o.current.get());
+                            }
+                        });
                     }
                     Some(after) => {
                         // commit the batch so far, then the side effect, in commit order
                         let committed = tx.commit();
-                        with_open(|o| {
-                            if let Err(e) = &committed {
-                                let why = format!("the write was not committed: {}", e.message());
-                                o.lost.borrow_mut().push((o.tx_start.get(), o.current.get(), why));
+                        with_open(|o| match &committed {
+                            Ok(()) => o.writers.borrow_mut().clear(),
+                            Err(e) => {
+                                o.lose(&format!("the write was not committed: {}", e.message()));
                                 o.dead.set(true);
                             }
-                            o.tx_start.set(o.current.get() + 1);
-                            o.job_wrote.set(false);
                         });
                         committed?;
                         after(&v);
@@ -177,12 +177,7 @@ impl PgStore {
                 // The transaction is gone with the connection: what the batch wrote in it is
                 // lost; this write is tried again alone, on a fresh connection.
                 with_open(|o| {
-                    let cur = o.current.get();
-                    let end = if o.job_wrote.get() { Some(cur) } else { cur.checked_sub(1) };
-                    if let Some(end) = end.filter(|end| *end >= o.tx_start.get()) {
-                        let why = format!("the write was not committed: {}", e.message());
-                        o.lost.borrow_mut().push((o.tx_start.get(), end, why));
-                    }
+                    o.lose(&format!("the write was not committed: {}", e.message()));
                     o.dead.set(true);
                 });
                 let v = self.write(f)?;

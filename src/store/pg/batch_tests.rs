@@ -239,3 +239,46 @@ fn a_postgres_batch_holds_the_write_lock_until_its_commit() {
     assert_eq!(done_rx.recv_timeout(Duration::from_secs(20)).expect("done").expect("ok"), "A");
     assert_eq!(label(&other, "agent:main:a"), Some(json!("A")));
 }
+
+#[test]
+fn when_the_connection_of_a_postgres_batch_is_cut_its_jobs_are_told_and_the_rest_go_on() {
+    let (o, url) = open();
+    let w = GroupWriter::start(o.clone()).expect("writer");
+    let other = Arc::new(Store::open(&url).expect("open"));
+    let pid = Arc::new(std::sync::Mutex::new(0i64));
+    let (a, b, c) = (o.clone(), o.clone(), o.clone());
+    let (pid_a, pid_b) = (pid.clone(), pid.clone());
+    let outs = submit_behind(
+        &w,
+        vec![
+            // writes in the batch's transaction, and notes which server process holds it
+            job(move || {
+                put(&a.0, "agent:main:a", "A")?;
+                *pid_a.lock().expect("pid") =
+                    i64::try_from(a.0.read(|db| db.count("SELECT CAST(pg_backend_pid() AS BIGINT)", args![]))?)
+                        .expect("a pid");
+                Ok("A".into())
+            }),
+            // the server ends that process (as a restart or a cut network would), then this job
+            // writes: its write finds the connection gone and is tried again alone
+            job(move || {
+                let pid = *pid_b.lock().expect("pid");
+                let ended = other.read(|db| {
+                    db.row("SELECT pg_terminate_backend(CAST(?1 AS INTEGER))", args![pid], |r| r.get::<bool>(0))
+                })?;
+                assert_eq!(ended, Some(true), "the batch's server process was ended");
+                put(&b.0, "agent:main:b", "B")
+            }),
+            job(move || put(&c.0, "agent:main:c", "C")),
+        ],
+    );
+    // the first job's write was in the transaction that went with the connection: it is told so
+    let lost = outs[0].as_ref().expect_err("a was lost");
+    assert!(lost.message().contains("not committed"), "{}", lost.message());
+    assert!(o.0.read(|db| db.session("agent:main:a")).expect("read").is_none());
+    // the second job's write went through alone, the third in a new transaction
+    assert_eq!(outs[1].as_deref().expect("b"), "B");
+    assert_eq!(outs[2].as_deref().expect("c"), "C");
+    assert_eq!(label(&o.0, "agent:main:b"), Some(json!("B")));
+    assert_eq!(label(&o.0, "agent:main:c"), Some(json!("C")));
+}

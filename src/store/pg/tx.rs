@@ -227,7 +227,10 @@ impl<'c> PgTx<'c> {
     }
 
     pub(super) fn fail(&self, e: tokio_postgres::Error) -> Error {
-        if e.is_closed() || e.as_db_error().is_none() && e.code().is_none() {
+        // closed, cut off, or ended by the server (a FATAL error ends the session, and with it
+        // the transaction: nothing of it was committed)
+        let ended = e.as_db_error().is_some_and(|db| matches!(db.severity(), "FATAL" | "PANIC"));
+        if e.is_closed() || ended || e.as_db_error().is_none() && e.code().is_none() {
             self.broken.store(true, Ordering::Relaxed);
         }
         let why = describe(&e);
