@@ -220,6 +220,7 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         Admission::ChainFull => Err(chain_limit_text(cfg.max_chain_turns)),
         Admission::TooManyChildren(n) if v9 => Err(spawn9::children_refusal(n, max_children).unwrap_or_default()),
         Admission::TooManyChildren(n) => Err(format!("Too many active sub-agents ({n}); wait for one to finish.")),
+        Admission::Declined => Err("the child run was not admitted".to_owned()),
     };
     let run_id = match refused {
         Ok(run_id) => run_id,

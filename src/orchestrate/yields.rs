@@ -287,21 +287,17 @@ fn views(db: &crate::store::Db<'_>, pending: &[PendingChild], taken: &HashSet<&S
 pub async fn check(orch: &Arc<Orchestrator>, session_key: &str) {
     let (e, k) = (orch.engine().clone(), session_key.to_owned());
     let due = blocking(move || {
-        e.store().write(|db| {
+        e.store().read(|db| {
             let undelivered: HashSet<String> = db.undelivered_children(&k)?.into_iter().map(|c| c.run_id).collect();
-            let mut due = Vec::new();
-            for y in db.open_yields_of(&k)? {
-                if y.status == "waiting"
-                    && y.wait_for == "children"
-                    && !y.children.iter().any(|c| undelivered.contains(c))
-                {
-                    // claimed here, in the same transaction: one resume per yield
-                    if db.move_yield(&y.yield_id, "waiting", "resuming", None, None)? {
-                        due.push(y);
-                    }
-                }
-            }
-            Ok(due)
+            let open = db.open_yields_of(&k)?;
+            Ok(open
+                .into_iter()
+                .filter(|y| {
+                    y.status == "waiting"
+                        && y.wait_for == "children"
+                        && !y.children.iter().any(|c| undelivered.contains(c))
+                })
+                .collect::<Vec<_>>())
         })
     })
     .await;
@@ -315,8 +311,10 @@ pub async fn check(orch: &Arc<Orchestrator>, session_key: &str) {
     }
 }
 
-/// Starts the resume run of a yield that is `resuming`, records it, and settles the yield when
-/// the run ends.
+/// Starts the resume run of a yield and settles the yield when the run ends. The yield moves to
+/// `resuming` with that run's id in the write that records the run, and only if it still
+/// stands as `y` was read (waiting, or resuming a run cut short): of two stores or tasks that
+/// try, one resumes it, and no store ever sees it `resuming` without its run.
 async fn resume(orch: &Arc<Orchestrator>, y: YieldRow) {
     let (e, k) = (orch.engine().clone(), y.session_key.clone());
     let stored = blocking(move || e.get_session(&Value::from(k)))
@@ -327,13 +325,12 @@ async fn resume(orch: &Arc<Orchestrator>, y: YieldRow) {
         .unwrap_or_default();
     let origin = DeliveryContext::of_object(y.origin.as_ref());
     let route = if origin.is_empty() { stored } else { origin };
-    let started = start_resume_run(orch, &y, &route);
-    let run_id = match started {
-        Ok(id) => id,
+    let run_id = match start_resume_run(orch, &y, &route) {
+        Ok(Some(id)) => id,
+        // another store or task resumed it first
+        Ok(None) => return,
         Err(err) => {
-            // back to waiting: the next check or open tries again
-            let (e, id) = (orch.engine().clone(), y.yield_id.clone());
-            let _ = blocking(move || e.store().write(|db| db.move_yield(&id, "resuming", "waiting", None, None))).await;
+            // nothing was recorded: the next check or open tries again
             orch.emit(
                 "session.resume_failed",
                 None,
@@ -343,17 +340,11 @@ async fn resume(orch: &Arc<Orchestrator>, y: YieldRow) {
             return;
         }
     };
-    let (e, id, r) = (orch.engine().clone(), y.yield_id.clone(), run_id.clone());
-    let recorded =
-        blocking(move || e.store().write(|db| db.move_yield(&id, "resuming", "resuming", Some(&r), None))).await;
-    if let Err(err) = recorded {
-        orch.emit("store.error", Some(&run_id), Some(&y.session_key), json!({"error": err.message()}));
-    }
     orch.emit("session.resumed", Some(&run_id), Some(&y.session_key), json!({"yieldId": y.yield_id}));
     await_resume(orch, y.yield_id, run_id);
 }
 
-fn start_resume_run(orch: &Orchestrator, y: &YieldRow, route: &DeliveryContext) -> Result<String> {
+fn start_resume_run(orch: &Orchestrator, y: &YieldRow, route: &DeliveryContext) -> Result<Option<String>> {
     let cfg = orch.engine().config();
     let thread = match &route.thread_id {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
@@ -375,9 +366,11 @@ fn start_resume_run(orch: &Orchestrator, y: &YieldRow, route: &DeliveryContext) 
         options,
         chain_limit: None,
     };
-    orch.runs()
-        .start_keyed(orch.engine().clone(), orch.host().clone(), spec, Some(format!("yield-resume:{}", y.yield_id)))?
-        .ok_or_else(|| crate::error::Error::store("the resume run was not admitted"))
+    let claim = |db: &crate::store::Db<'_>, run_id: &str| {
+        db.claim_yield_resume(&y.yield_id, &y.status, y.resume_run_id.as_deref(), run_id)
+    };
+    let key = Some(format!("yield-resume:{}", y.yield_id));
+    orch.runs().start_guarded(orch.engine().clone(), orch.host().clone(), spec, key, Some(&claim))
 }
 
 /// Waits (in the background) for a resume run; the yield is `resumed` when it ended, whatever
@@ -407,9 +400,10 @@ fn await_resume(orch: &Arc<Orchestrator>, yield_id: String, run_id: String) {
     });
 }
 
-/// On open: a `resuming` yield whose run was cut short by a restart (or never recorded) is
-/// started again; one whose run is still going (another live process) or ended is waited for
-/// or settled; every waiting yield is checked.
+/// On open: a `resuming` yield whose run was cut short (its owner gone, the run ended as
+/// interrupted) or is missing is started again (by one store only, see [`resume`]); one whose
+/// run is still going (another live store) or ended is waited for or settled; every waiting
+/// yield is checked.
 pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
     let e = orch.engine().clone();
     let open = blocking(move || e.store().read(|db| db.open_yields())).await?;

@@ -241,3 +241,72 @@ async fn a_turn_claims_only_the_children_it_spawned() {
     assert_eq!(yields_of(&o, "agent:main:main").len(), 2);
     o.close().await;
 }
+
+/// From now on the store refuses a write that records a run on a yield already `resuming`:
+/// the second of the two writes that used to move a yield to `resuming` and then record its
+/// run. A store opening between them saw the yield `resuming` without a run and resumed it
+/// again (the two-gateway soak's duplicate `yield-resume:` announces); this holds that moment.
+fn hold_resume_records(db: &str) {
+    let db = db.to_owned();
+    std::thread::spawn(move || hold_resume_records_now(&db)).join().unwrap();
+}
+
+fn hold_resume_records_now(db: &str) {
+    const RAISE: &str = "CREATE TRIGGER hold_resume_records BEFORE UPDATE ON yields
+         WHEN OLD.status = 'resuming' AND NEW.status = 'resuming'
+         BEGIN SELECT RAISE(ABORT, 'held by the test'); END;";
+    match db.split_once("schema=") {
+        Some((_, schema)) => testdb::exec(&format!(
+            "CREATE FUNCTION {schema}.hold_resume_records() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN RAISE EXCEPTION 'held by the test'; END $$;
+             CREATE TRIGGER hold_resume_records BEFORE UPDATE ON {schema}.yields FOR EACH ROW
+               WHEN (OLD.status = 'resuming' AND NEW.status = 'resuming')
+               EXECUTE FUNCTION {schema}.hold_resume_records();"
+        )),
+        None => rusqlite::Connection::open(db).unwrap().execute_batch(RAISE).unwrap(),
+    }
+}
+
+/// A host whose resume turns never answer; every other run answers `ok`.
+fn stalled_resumes() -> Arc<FakeHost> {
+    Arc::new(FakeHost::new(|req| {
+        Box::pin(async move {
+            if req.message.contains("[Context:") {
+                std::future::pending::<()>().await;
+            }
+            Ok(json!({"reply": "ok"}))
+        })
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_opening_while_another_resumes_a_yield_leaves_the_resume_to_it() {
+    a_store_opening_while_another_resumes_a_yield_leaves_the_resume_to_it_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_opening_while_another_resumes_a_yield_leaves_the_resume_to_it_on_postgres() {
+    a_store_opening_while_another_resumes_a_yield_leaves_the_resume_to_it_at(&testdb::fresh_url()).await
+}
+
+async fn a_store_opening_while_another_resumes_a_yield_leaves_the_resume_to_it_at(db: &str) {
+    let host = stalled_resumes();
+    let first = open_at(db, json!({}), host.clone()).await;
+    hold_resume_records(db);
+    spawn(&first, json!({"task": "quick"}), main_ctx()).await;
+    assert_eq!(yield_(&first, json!({}), main_ctx()).await["status"], "yielded");
+    until("the first store's resume starts", || !resumes(&host).is_empty()).await;
+    let resume_run = resumes(&host)[0].run_id.clone();
+
+    // another store (another gateway on the same database) opens while that run goes on
+    let host2 = stalled_resumes();
+    let second = open_at(db, json!({}), host2.clone()).await;
+    let y = yields_of(&second, "agent:main:main").remove(0);
+    assert_eq!((y.status.as_str(), y.resume_run_id.as_deref()), ("resuming", Some(resume_run.as_str())));
+    // its open recorded no resume run of its own: the newest run going on the session is the first's
+    let going = second.engine().store().read(|db| db.running_on("agent:main:main")).unwrap();
+    assert_eq!(going.map(|(id, _)| id), Some(resume_run));
+    assert!(resumes(&host2).is_empty());
+    second.close().await;
+    first.close().await;
+}

@@ -90,6 +90,17 @@ impl Db<'_> {
         )
     }
 
+    /// Whether the owner a run names still holds its lease at `now` (its row is on record with a
+    /// later expiry): the run, and what follows its end, is that owner's business.
+    pub fn run_held(&self, run_id: &str, now: i64) -> Result<bool> {
+        let n = self.count(
+            "SELECT count(*) FROM runs r JOIN owners o ON o.owner_id = r.owner
+             WHERE r.run_id = ?1 AND o.expires_at > ?2",
+            args![run_id, now],
+        )?;
+        Ok(n > 0)
+    }
+
     /// Ends a run that is still running (and only then) with `status` and `error`; whether it was.
     pub fn end_if_running(&self, run_id: &str, status: &str, ended_at: i64, error: &str) -> Result<bool> {
         self.finish_run(run_id, status, ended_at, Some(error))

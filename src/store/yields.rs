@@ -173,6 +173,25 @@ impl Db<'_> {
         )?;
         Ok(n > 0)
     }
+
+    /// Moves a yield that still stands as `status` with `resume_run_id` (as it was read) to
+    /// `resuming` with the resume run `run_id`: the claim a resume makes, in the same write as
+    /// it records its run. `false` when the yield moved meanwhile (another process or task
+    /// claimed it first).
+    pub fn claim_yield_resume(
+        &self,
+        yield_id: &str,
+        status: &str,
+        resume_run_id: Option<&str>,
+        run_id: &str,
+    ) -> Result<bool> {
+        let n = self.exec(
+            "UPDATE yields SET status = 'resuming', resume_run_id = ?4
+             WHERE yield_id = ?1 AND status = ?2 AND coalesce(resume_run_id, '') = coalesce(?3, '')",
+            args![yield_id, status, resume_run_id, run_id],
+        )?;
+        Ok(n > 0)
+    }
 }
 
 #[cfg(test)]

@@ -185,7 +185,14 @@ pub enum Admission {
     ChainFull,
     /// the requester already has this many running children (at least `max_active`)
     TooManyChildren(u64),
+    /// the caller's [`Guard`] declined it
+    Declined,
 }
+
+/// A check made in the same write as a run is recorded, given the new run's id: it may write
+/// (e.g. claim the work the run is for); `false` refuses the run and nothing is recorded. It
+/// may be called again if the write is retried.
+pub type Guard<'a> = &'a (dyn Fn(&crate::store::Db<'_>, &str) -> Result<bool> + Sync);
 
 impl Runs {
     /// Starts a run: records it, takes its place in the session's lane, and returns its id at
@@ -204,7 +211,20 @@ impl Runs {
         spec: RunSpec,
         idempotency_key: Option<String>,
     ) -> Result<Option<String>> {
-        Ok(match self.start_admitted(engine, host, spec, idempotency_key, None)? {
+        self.start_guarded(engine, host, spec, idempotency_key, None)
+    }
+
+    /// As [`Runs::start_keyed`], recorded only when `guard` (run in the same write) agrees:
+    /// `None` when it declined.
+    pub fn start_guarded(
+        self: &Arc<Self>,
+        engine: Arc<Engine>,
+        host: Arc<dyn Host>,
+        spec: RunSpec,
+        idempotency_key: Option<String>,
+        guard: Option<Guard<'_>>,
+    ) -> Result<Option<String>> {
+        Ok(match self.start_admitted(engine, host, spec, idempotency_key, None, guard)? {
             Admission::Started(id) => Some(id),
             _ => None,
         })
@@ -219,7 +239,7 @@ impl Runs {
         spec: RunSpec,
         cap: &ChildCap,
     ) -> Result<Admission> {
-        self.start_admitted(engine, host, spec, None, Some(cap))
+        self.start_admitted(engine, host, spec, None, Some(cap), None)
     }
 
     fn start_admitted(
@@ -229,6 +249,7 @@ impl Runs {
         spec: RunSpec,
         idempotency_key: Option<String>,
         cap: Option<&ChildCap>,
+        guard: Option<Guard<'_>>,
     ) -> Result<Admission> {
         if self.closed.load(AtomicOrdering::SeqCst) {
             return Err(Error::closed());
@@ -255,6 +276,11 @@ impl Runs {
             if let Some(limit) = spec.chain_limit {
                 if db.chain_run_count(&spec.options.chain_id)? >= u64::from(limit) {
                     return Ok(Some(Admission::ChainFull));
+                }
+            }
+            if let Some(guard) = guard {
+                if !guard(db, &run_id)? {
+                    return Ok(Some(Admission::Declined));
                 }
             }
             db.insert_run(&record, &self.owner)?;

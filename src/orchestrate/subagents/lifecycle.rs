@@ -13,7 +13,8 @@ use crate::orchestrate::task::blocking;
 
 /// On open: what was left unannounced is announced; runs that were in flight end as
 /// interrupted and are announced; runs still going under a live owner are waited for again;
-/// a cleanup cut short is finished; the archive timer is set.
+/// a record whose run a live owner has just ended is left to that owner; a cleanup cut short
+/// is finished; the archive timer is set.
 pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
     start_sweeper(orch);
     resume(orch, true).await
@@ -49,14 +50,23 @@ async fn resume(orch: &Arc<Orchestrator>, on_open: bool) -> Result<()> {
             enqueue_announce(orch, &rec).await;
             continue;
         }
-        let (e, id) = (orch.engine().clone(), rec.run_id.clone());
-        let run = blocking(move || e.store().read(|db| db.run(&id))).await?;
+        let (e, id, lease) = (orch.engine().clone(), rec.run_id.clone(), orch.lease().clone());
+        let (run, held) = blocking(move || {
+            e.store().read(|db| {
+                let now = lease.now(db)?;
+                Ok((db.run(&id)?, db.run_held(&id, now)?))
+            })
+        })
+        .await?;
         match run {
             Some(r) if r.status == "running" => {
                 if on_open {
                     arm_completion(orch, rec.run_id.clone());
                 }
             }
+            // ended by an owner that holds its lease (another live store, or this one): its
+            // completion wait records the end and announces it, never a second store
+            Some(_) if held => {}
             Some(r) => {
                 let status = match r.status.as_str() {
                     "ok" => RunStatus::Ok,

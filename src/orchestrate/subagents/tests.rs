@@ -787,3 +787,52 @@ async fn a_settled_announce_settled_again_by_another_store_emits_subagent_announ
     assert_eq!((count(&host), count(&other)), (1, 0), "only the store that moved it from pending reports it");
     assert!(announced(&a, &run_id));
 }
+
+/// A host whose child runs wait until the gate opens; every other run answers `ok`.
+fn gated_children(gate: tokio::sync::watch::Receiver<bool>) -> Arc<FakeHost> {
+    Arc::new(FakeHost::new(move |req: AgentRunRequest| {
+        let mut gate = gate.clone();
+        Box::pin(async move {
+            if req.options.lane == Lane::Subagent {
+                let _ = gate.wait_for(|open| *open).await;
+            }
+            Ok(json!({"reply": "ok"}))
+        })
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_opening_leaves_a_child_a_live_store_just_ended_to_that_store() {
+    a_store_opening_leaves_a_child_a_live_store_just_ended_to_that_store_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_opening_leaves_a_child_a_live_store_just_ended_to_that_store_on_postgres() {
+    a_store_opening_leaves_a_child_a_live_store_just_ended_to_that_store_at(&testdb::fresh_url()).await
+}
+
+async fn a_store_opening_leaves_a_child_a_live_store_just_ended_to_that_store_at(db: &str) {
+    let (gate, rx) = tokio::sync::watch::channel(false);
+    let host = gated_children(rx);
+    let a = open_at(db, json!({}), host.clone()).await;
+    let out =
+        spawn(&a, json!({"task": "count", "cleanup": "keep"}), json!({"agentSessionKey": "agent:main:main"})).await;
+    let run_id = str_of(&out, "runId");
+    // the moment between the live store's two writes: its run is recorded as ended, its
+    // record not yet
+    let ended = a.engine().store().write(|db| db.finish_run(&run_id, "ok", crate::entry::now_ms(), None)).unwrap();
+    assert!(ended);
+
+    // another store (another gateway on the database) opens then: the child is not its business
+    let other = replying_host();
+    let b = open_at(db, json!({}), other.clone()).await;
+    assert_eq!(record(&b, &run_id).and_then(|r| r.ended_at), None, "the opening store ended the record itself");
+
+    // the live store's completion wait ends it and it is announced once
+    gate.send(true).unwrap();
+    until("the announce is delivered", || announced(&a, &run_id)).await;
+    let announces = requests_in(&host, Lane::Announce).len() + requests_in(&other, Lane::Announce).len();
+    assert_eq!(announces, 1);
+    b.close().await;
+    a.close().await;
+}
