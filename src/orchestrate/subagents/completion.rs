@@ -1,5 +1,6 @@
 //! The completion wait of a child's run (§6.4): when it ends, the record gets `endedAt` and its
-//! outcome, and its announce is recorded in the outbox under the record's idempotency key.
+//! outcome, and its announce is recorded in the outbox under the record's idempotency key
+//! (unless the child is paused in its own `sessions_yield`: `pause`).
 
 use super::*;
 use std::sync::Arc;
@@ -46,6 +47,15 @@ pub(super) fn outcome_of(snap: &RunSnapshot) -> RunOutcome {
 /// The child run ended: `endedAt`/`outcome` recorded (unless something else ended the record
 /// first, e.g. its requester's deletion), then the announce is recorded in the outbox.
 pub(super) async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunSnapshot) {
+    // 2026.9: a child waiting in its own `sessions_yield` for a message is paused, not ended
+    match super::pause::pause_if_yielded(orch, run_id, &snap).await {
+        Ok(true) => return,
+        Ok(false) => {}
+        Err(e) => {
+            orch.emit("store.error", Some(run_id), None, json!({"error": e.message()}));
+            return;
+        }
+    }
     let outcome = outcome_of(&snap);
     let (started, ended) = (snap.started_at, snap.ended_at.unwrap_or_else(entry::now_ms));
     let changed = update(orch, run_id, move |r| {
