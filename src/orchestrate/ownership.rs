@@ -2,7 +2,8 @@
 //! third of the setting `ownership.leaseMs`, released by a clean close, and the *takeover pass* that
 //! each open and each heartbeat makes: in one write, renew this lease, reap the owners that
 //! [`Lease::holds`] says are gone, and end their runs as interrupted; then let the sub-agent
-//! registry announce what they left and wake the outbox worker for their pending announces.
+//! registry announce what they left, resume the yields whose resume they cut short, and wake
+//! the outbox worker for their pending announces.
 //!
 //! The rule itself is `crate::owner`'s; the SQL is `src/store/`'s. This module decides when the
 //! pass runs, never whether an owner is gone.
@@ -14,8 +15,8 @@ use serde_json::json;
 
 use super::runs::{RunStatus, INTERRUPTED};
 use super::state::Orchestrator;
-use super::subagents;
 use super::task::blocking;
+use super::{subagents, yields};
 use crate::error::Result;
 
 /// What one takeover pass found.
@@ -68,9 +69,11 @@ impl Orchestrator {
         Ok(found)
     }
 
-    /// What gone owners left: their sub-agents announced, their outbox claims free.
+    /// What gone owners left: their sub-agents announced, the yields whose resume they cut short
+    /// resumed again, their outbox claims free.
     async fn adopt_left(self: &Arc<Self>) -> Result<()> {
         subagents::adopt(self).await?;
+        yields::adopt(self).await?;
         self.outbox().wake();
         Ok(())
     }

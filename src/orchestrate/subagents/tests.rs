@@ -836,3 +836,32 @@ async fn a_store_opening_leaves_a_child_a_live_store_just_ended_to_that_store_at
     b.close().await;
     a.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends() {
+    a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_on_postgres() {
+    a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_at(&testdb::fresh_url()).await
+}
+
+/// An announce queued behind its requester's active run waits for that run to end; when the run
+/// is another store's (another gateway's, or a killed one's that the takeover ends), the wait
+/// used to sleep its whole 60 s slice before reading the store again.
+async fn a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_at(db: &str) {
+    let (gate, rx) = tokio::sync::watch::channel(false);
+    let a = open_at(db, json!({}), gated_host(rx)).await;
+    let b = open_at(db, json!({}), replying_host()).await;
+    let run = busy_run(&a, "agent:main:main");
+    let (runs, engine, id) = (b.runs().clone(), b.engine().clone(), run.clone());
+    let waiting = tokio::spawn(async move { runs.wait(&engine, &id, WAIT_SLICE_MS).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    gate.send(true).unwrap();
+    until("the other store's wait has the run's end", || waiting.is_finished()).await;
+    let snap = waiting.await.unwrap().unwrap();
+    assert_eq!((snap.run_id.as_str(), snap.status), (run.as_str(), crate::orchestrate::runs::RunStatus::Ok));
+    b.close().await;
+    a.close().await;
+}
