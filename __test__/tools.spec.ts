@@ -359,6 +359,24 @@ describe('the tool surface (API.md §3)', () => {
     expect(missing.details).toEqual({ status: 'error', tool: 'sessions_history', error: 'sessionKey required' })
   })
 
+  test('given a tool whose signal is already aborted when executed then it does nothing and rejects with the reason', async () => {
+    const st = await openMem()
+    const ctx = { agentSessionKey: 'agent:main:main' }
+    const spawn = st.createTools(ctx).find((t) => t.name === 'sessions_spawn')!
+    const ac = new AbortController()
+    ac.abort(new Error('turn aborted'))
+    await expect(spawn.execute('c', { task: 'never', label: 'x' }, ac.signal)).rejects.toThrow('turn aborted')
+    expect((await st.listSessions({})).count).toBe(0)
+    const plain = new AbortController()
+    plain.abort()
+    await expect(spawn.execute('c', { task: 'never' }, plain.signal)).rejects.toMatchObject({ name: 'AbortError' })
+    // Not a signal, a throwing getter: read as no signal, and the tool runs.
+    const hist = st.createTools(ctx).find((t) => t.name === 'sessions_history')!
+    const hostile = { get aborted() { throw new Error('boom') } }
+    expect((await hist.execute('c', {}, hostile as any)).details).toMatchObject({ status: 'error', error: 'sessionKey required' })
+    expect((await hist.execute('c', {}, 'nope' as any)).details).toMatchObject({ error: 'sessionKey required' })
+  })
+
   test('given tools created for one caller when executed then that caller context applies', async () => {
     const st = await openMem()
     await st.appendMessages('agent:other:main', [assistant('other')])

@@ -130,6 +130,27 @@ pub fn from_json_text<'env>(env: &'env Env, text: &str) -> napi::Result<Unknown<
     parse.call(s.to_unknown())
 }
 
+/// The reason of an `AbortSignal` that is already aborted, or `None` (no signal, a signal not
+/// aborted, or something that is not a signal: `execute` never fails over its third argument;
+/// a throwing getter is cleared).
+pub fn aborted_reason<'env>(env: &'env Env, v: Option<Unknown<'env>>) -> Option<Unknown<'env>> {
+    let v = v?;
+    if v.get_type().ok()? != ValueType::Object {
+        return None;
+    }
+    // SAFETY: the value was just checked to be an object, and is used on this thread only.
+    let obj = unsafe { Object::from_napi_value(env.raw(), v.raw()) }.ok()?;
+    let reason = match obj.get_named_property::<Unknown>("aborted") {
+        Ok(aborted) if aborted.get_type().ok() == Some(ValueType::Boolean) => match aborted.coerce_to_bool() {
+            Ok(true) => obj.get_named_property::<Unknown>("reason").ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    clear_pending(env);
+    reason
+}
+
 #[cfg(test)]
 mod tests {
     use super::replace_lone_surrogates;

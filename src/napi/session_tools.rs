@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::error::js_error;
 use super::host::{Callbacks, JsHost};
 use super::jobs::{call_tool, rejected, spawn_async, spawn_fast, spawn_job, tool_promise, FastJob, Job};
-use super::js::{clear_pending, from_json_text, to_json, to_json_exact};
+use super::js::{aborted_reason, clear_pending, from_json_text, to_json, to_json_exact};
 use super::lanes::{Lane, Lanes};
 use crate::config::Config;
 use crate::contract::Contract;
@@ -548,6 +548,10 @@ impl SessionTools {
             let execute = env.create_function_from_closure::<Unknown, Raw, _>("execute", move |call| {
                 let args: Option<Unknown> = call.get::<Unknown>(1).ok();
                 let env = &*call.env;
+                // A call whose signal is already aborted does nothing and rejects with its reason.
+                if let Some(reason) = aborted_reason(env, call.get::<Unknown>(2).ok()) {
+                    return Ok(Raw(PromiseRaw::<Unknown>::reject(env, reason)?.raw()));
+                }
                 // What the model sent is never a reason to reject: unconvertible args read as `{}`.
                 let args = to_json(env, args, "args").unwrap_or(Value::Null);
                 let promise = tool_promise(env, &orch, &lanes, tool, args, ctx_json.clone(), true)?;
