@@ -865,3 +865,24 @@ async fn a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_at(db: &s
     b.close().await;
     a.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_whose_write_failed_is_recorded_once_the_store_answers_again() {
+    let (gate, rx) = tokio::sync::watch::channel(false);
+    let host = gated_children(rx);
+    let o = open_at(&tmp_db(), json!({}), host.clone()).await;
+    let out =
+        spawn(&o, json!({"task": "count", "cleanup": "keep"}), json!({"agentSessionKey": "agent:main:main"})).await;
+    let run_id = str_of(&out, "runId");
+    // every write fails while the child ends: its run's end, then its record's
+    o.engine().store().inject_fault(Some(crate::store::Fault::ReadOnly)).unwrap();
+    gate.send(true).unwrap();
+    let failed =
+        || host.events().iter().filter(|e| e.kind == "store.error" && e.run_id.as_deref() == Some(&run_id)).count();
+    until("the completion's write failed", || failed() >= 2).await;
+    o.engine().store().inject_fault(None).unwrap();
+    // no other store will record it while this one lives: it tries again itself
+    until("the child is announced", || announced(&o, &run_id)).await;
+    assert_eq!(requests_in(&host, Lane::Announce).len(), 1);
+    o.close().await;
+}
