@@ -886,3 +886,21 @@ async fn a_completion_whose_write_failed_is_recorded_once_the_store_answers_agai
     assert_eq!(requests_in(&host, Lane::Announce).len(), 1);
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_end_could_not_be_written_is_recorded_once_the_store_answers_again() {
+    let (gate, rx) = tokio::sync::watch::channel(false);
+    let host = gated_host(rx);
+    let o = open_at(&tmp_db(), json!({}), host.clone()).await;
+    let run = busy_run(&o, "agent:main:main");
+    until("the run started", || !host.requests().is_empty()).await;
+    o.engine().store().inject_fault(Some(crate::store::Fault::ReadOnly)).unwrap();
+    gate.send(true).unwrap();
+    let failed = || host.events().iter().any(|e| e.kind == "store.error" && e.run_id.as_deref() == Some(&run));
+    until("the run's end could not be written", failed).await;
+    o.engine().store().inject_fault(None).unwrap();
+    // left `running`, it would hold the session (announces queue behind it) until the close
+    let ended = || o.engine().store().read(|db| db.run(&run)).unwrap().is_some_and(|r| r.status != "running");
+    until("the run's end is recorded", ended).await;
+    o.close().await;
+}
