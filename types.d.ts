@@ -188,6 +188,13 @@ export type ThreadBindResult =
   | { error: string }
   | null
 
+/** What `unbindThread` is asked to release: the binding `bindThread` made for a spawn that then failed (API.md §2.6). */
+export interface ThreadUnbindRequest {
+  /** The child session the thread was bound to (it is deleted again). */
+  targetSessionKey: string
+  reason: 'session-delete'
+}
+
 /** What `stageAttachments` is asked to stage (API.md §2.7); `discard: true` (no `files`): drop what was staged under `attachmentId`. */
 export interface AttachmentStageRequest {
   childSessionKey: string
@@ -312,6 +319,19 @@ export interface SubagentCancelledEvent extends SessionToolsEventBase {
   taskId: string
   requesterSessionKey: string
 }
+/** 2026.9: a child paused in its own `sessions_yield` (`waitFor: "message"`; its completion is held back), or a later run of it adopted the paused task (`sessions_send` `mode: 'resume'`). */
+export interface SubagentPauseEvent extends SessionToolsEventBase {
+  type: 'subagent.paused' | 'subagent.resumed'
+  childSessionKey: string
+  /** `subagent.resumed`: the paused run, and the run the task started with */
+  previousRunId?: string
+  taskRunId?: string
+}
+/** 2026.9: `unbindThread` failed for a thread-bound spawn that then failed (the spawn's answer is its refusal). */
+export interface SubagentUnbindFailedEvent extends SessionToolsEventBase {
+  type: 'subagent.thread_unbind_failed'
+  error: string
+}
 /** 2026.9: a completion was blocked and 25 or more blocked completions are kept. */
 export interface DeliveryBacklogEvent extends SessionToolsEventBase {
   type: 'delivery.backlog'
@@ -359,6 +379,8 @@ export type SessionToolsEvent =
   | DeliveryEvent
   | SubagentEvent
   | SubagentCancelledEvent
+  | SubagentPauseEvent
+  | SubagentUnbindFailedEvent
   | DeliveryBacklogEvent
   | SessionYieldEvent
   | SessionChangedEvent
@@ -403,6 +425,8 @@ export interface OpenSettings {
   abortRun?: (runId: string, reason: string) => unknown
   /** 2026.9 `sessions_spawn` `thread: true`: bind the child to a thread of the requester's channel (API.md §2.6); without it, thread spawns are refused. */
   bindThread?: (req: ThreadBindRequest) => ThreadBindResult | Promise<ThreadBindResult>
+  /** 2026.9: release a thread binding made for a spawn that then failed (API.md §2.6); its answer is ignored. */
+  unbindThread?: (req: ThreadUnbindRequest) => unknown
   /** 2026.9 `sessions_spawn` `attachments`: write the files where the child can read them (API.md §2.7); without it, attachments are refused. */
   stageAttachments?: (req: AttachmentStageRequest) => AttachmentStageResult | Promise<AttachmentStageResult>
   /** JSONL mirror folder; default `transcripts/` beside the database, none for ':memory:'; null turns it off. */

@@ -6,7 +6,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import type { AgentRunRequest, SessionToolsEvent } from '../index.js'
-import { openMem, SessionTools, tmpDir, track, until } from './helpers'
+import { freshPgUrl, ON_POSTGRES, openMem, SessionTools, tmpDir, track, until } from './helpers'
 
 const MAIN = { agentSessionKey: 'agent:main:main', agentChannel: 'whatsapp', agentTo: '+15550001' }
 const CONTEXT_LINE = '[Context: The previous turn ended intentionally via sessions_yield while waiting for a follow-up event.]'
@@ -209,7 +209,7 @@ describe('sessions_send (2026.9)', () => {
       status: 'forbidden',
       error: 'Task resume requires an admitted parent tool caller.',
     })
-    // with a caller: nothing is ever paused here, so the target is not a resumable child
+    // with a caller: the target is no paused child
     expect((await st.sessionsSend({ sessionKey: DEV, message: 'r', mode: 'resume' }, MAIN) as any)).toMatchObject({
       status: 'error',
       sessionKey: DEV,
@@ -270,5 +270,97 @@ describe('sessions_spawn (2026.9)', () => {
     const ok: any = await st.sessionsSpawn({ task: 't', taskName: 'job-1' }, MAIN)
     expect(ok).toMatchObject({ status: 'accepted', mode: 'run', expectsCompletionMessage: true, context: 'isolated', taskName: 'job-1' })
     expect(ok.note).toMatch(/^The final reply returns to the requester as a completion event\./)
+  })
+})
+
+describe('sessions_send mode resume (2026.9)', () => {
+  const PAUSED = 'Task resume requires a currently paused native child; inspect subagents first.'
+
+  /** A host whose children, on their task, wait in sessions_yield for a message; on a continuation they answer. */
+  function pausingHost(requests: AgentRunRequest[], st: () => SessionTools) {
+    return async (req: AgentRunRequest) => {
+      requests.push(req)
+      if (req.lane !== 'subagent') return { reply: 'ok' }
+      if (req.message.includes('continue')) return { reply: 'final answer' }
+      const y: any = await st().executeTool('sessions_yield', { waitFor: 'message' }, { agentSessionKey: req.sessionKey, runId: req.runId } as any)
+      expect(y.details).toEqual({ status: 'yielded' })
+      return { reply: 'waiting for input' }
+    }
+  }
+
+  async function pausedChild(st: SessionTools): Promise<{ child: string; runId: string; taskId: string }> {
+    const out: any = await st.sessionsSpawn({ task: 'investigate', label: 'scout' }, MAIN)
+    const list = await until(async () => {
+      const l = await tool(st, 'subagents', {})
+      return l.text.includes('waiting for external continuation') && l
+    })
+    expect(list.tasks[0]).toMatchObject({ status: 'running', execution: { state: 'waiting', wait: { kind: 'external' } } })
+    return { child: out.childSessionKey, runId: out.runId, taskId: list.tasks[0].taskId }
+  }
+
+  const completions = (requests: AgentRunRequest[]) => requests.filter((r) => r.lane === 'announce' && r.sessionKey === 'agent:main:main')
+
+  it('given a child paused in its own yield when its owner resumes it then one run adopts the task and its completion arrives once', async () => {
+    const requests: AgentRunRequest[] = []
+    const events: SessionToolsEvent[] = []
+    let st!: SessionTools
+    st = await open9({ runAgent: pausingHost(requests, () => st), onEvent: (e: SessionToolsEvent) => void events.push(e) })
+    const { child, runId, taskId } = await pausedChild(st)
+    expect(completions(requests)).toEqual([]) // held back while paused
+    expect(events.some((e) => e.type === 'subagent.paused')).toBe(true)
+    // another session does not control it
+    expect(await st.sessionsSend({ sessionKey: child, message: 'continue', mode: 'resume' }, { agentSessionKey: 'agent:main:other' })).toMatchObject({
+      status: 'error',
+      error: 'Task resume is limited to children controlled by the calling session.',
+    })
+    const out: any = await st.sessionsSend({ sessionKey: child, message: 'continue with B', mode: 'resume' }, MAIN)
+    expect(Object.keys(out)).toEqual(['status', 'mode', 'runId', 'taskRunId', 'sessionKey', 'completion'])
+    expect(out).toEqual({ status: 'accepted', mode: 'resume', runId: out.runId, taskRunId: runId, sessionKey: child, completion: 'task' })
+    expect(out.runId).not.toBe(runId)
+    const handoff = await until(() => completions(requests)[0])
+    expect(handoff.message).toContain('final answer')
+    await until(async () => (await tool(st, 'subagents', {})).tasks[0].status === 'completed')
+    const list = await tool(st, 'subagents', {})
+    expect(list.tasks.map((t: any) => t.taskId)).toEqual([taskId])
+    expect(await st.sessionsSend({ sessionKey: child, message: 'continue', mode: 'resume' }, MAIN)).toMatchObject({ status: 'error', error: PAUSED })
+    await new Promise((r) => setTimeout(r, 200))
+    expect(completions(requests)).toHaveLength(1)
+  })
+
+  it('given a paused child when its owner sends without mode then the send resumes it; a cancel ends a paused child unannounced', async () => {
+    const requests: AgentRunRequest[] = []
+    let st!: SessionTools
+    st = await open9({ runAgent: pausingHost(requests, () => st) })
+    const first = await pausedChild(st)
+    const auto: any = await st.sessionsSend({ sessionKey: first.child, message: 'continue' }, MAIN)
+    expect(auto).toMatchObject({ status: 'accepted', mode: 'resume', taskRunId: first.runId, completion: 'task' })
+    await until(() => completions(requests).length === 1)
+
+    const second: any = await st.sessionsSpawn({ task: 'another' }, MAIN)
+    const task = await until(async () => (await tool(st, 'subagents', {})).tasks.find((t: any) => t.execution?.state === 'waiting'))
+    expect(await tool(st, 'subagents', { action: 'cancel', taskId: task.taskId })).toEqual({ status: 'cancelled', taskId: task.taskId, found: true, cancelled: true })
+    expect(await st.sessionsSend({ sessionKey: second.childSessionKey, message: 'continue', mode: 'resume' }, MAIN)).toMatchObject({ error: PAUSED })
+    await new Promise((r) => setTimeout(r, 200))
+    expect(completions(requests)).toHaveLength(1)
+  })
+
+  it('given a paused child when the store closes then it is still paused after the next open, and resumes there', async () => {
+    const where = ON_POSTGRES ? { url: freshPgUrl() } : { path: path.join(tmpDir(), 'sessions.db') }
+    const first: AgentRunRequest[] = []
+    let st1!: SessionTools
+    st1 = await SessionTools.open({ ...where, contract: '2026.9', runAgent: pausingHost(first, () => st1) } as any)
+    const { child, runId, taskId } = await pausedChild(st1)
+    await st1.close()
+
+    const second: AgentRunRequest[] = []
+    let st2!: SessionTools
+    st2 = track(await SessionTools.open({ ...where, contract: '2026.9', runAgent: pausingHost(second, () => st2) } as any))
+    await new Promise((r) => setTimeout(r, 200))
+    expect(completions(second)).toEqual([]) // the open does not announce a paused child
+    const out: any = await st2.sessionsSend({ sessionKey: child, message: 'continue', mode: 'resume' }, MAIN)
+    expect(out).toMatchObject({ status: 'accepted', mode: 'resume', taskRunId: runId })
+    const handoff = await until(() => completions(second)[0])
+    expect(handoff.message).toContain('final answer')
+    expect((await tool(st2, 'subagents', {})).tasks[0].taskId).toBe(taskId)
   })
 })

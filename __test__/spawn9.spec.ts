@@ -88,6 +88,37 @@ describe('sessions_spawn options (2026.9)', () => {
     await st.close()
   })
 
+  it('given a thread bound for a spawn when a later step fails then the binding is released through unbindThread', async () => {
+    const unbinds: any[] = []
+    const st = await openMem({ tools: { sessions_spawn: { attachments: { enabled: true } } } } as any, {
+      contract: '2026.9',
+      runAgent: host([]),
+      bindThread: async () => ({ to: 'channel:99', threadId: '99' }),
+      unbindThread: async (req: any) => void unbinds.push(req),
+    } as any)
+    const out = await spawn(st, { task: 't', thread: true, attachments: [{ name: 'a.md', content: 'abc' }] })
+    expect(out.error).toBe('attachments_materialization_failed (no stageAttachments callback is configured)')
+    expect(unbinds).toHaveLength(1)
+    expect(unbinds[0]).toEqual({ targetSessionKey: unbinds[0].targetSessionKey, reason: 'session-delete' })
+    expect(unbinds[0].targetSessionKey).toMatch(/^agent:main:subagent:/)
+    expect(await st.getSession(unbinds[0].targetSessionKey)).toBeNull()
+    await st.close()
+  })
+
+  it('given context fork to another agent then the spawn answers an error naming the child, and leaves nothing behind', async () => {
+    const st = await openMem(AGENTS as any, { contract: '2026.9', runAgent: host([]) } as any)
+    const out = await spawn(st, { task: 't', context: 'fork', agentId: 'box' })
+    expect(out).toEqual({
+      status: 'error',
+      error: 'context="fork" currently requires the same target agent as the requester; use context="isolated" for cross-agent spawns.',
+      childSessionKey: out.childSessionKey,
+      role: 'box',
+    })
+    expect(out.childSessionKey).toMatch(/^agent:box:subagent:/)
+    expect(await st.getSession(out.childSessionKey)).toBeNull()
+    await st.close()
+  })
+
   it('given completionTarget parent when the child ends then the requester gets a private turn delivered nowhere', async () => {
     const requests: AgentRunRequest[] = []
     const st = await openMem(null, { contract: '2026.9', runAgent: host(requests) } as any)
@@ -161,6 +192,17 @@ describe('sessions_send watch (2026.9)', () => {
       wake: true,
       text: `Session "${target}" changed (other actor). Reconcile before acting: session_status sessionKey "${target}" changesSince 0.`,
     })
+    // a second change before the watcher's turn took the notice in still reports change 0
+    await st.appendMessages(target, [{ role: 'user', content: 'and again' }])
+    const second = await until(() => events.filter((e) => e.type === 'session.changed')[1])
+    expect([second.sequence, second.lastSeenSequence]).toEqual([2, 0])
+    // the host hands the notice to the watcher's turn: acknowledged, and change 2 is told again
+    expect(await st.acknowledgeWatchNotices('agent:main:main', [target])).toEqual({ acknowledged: 1, followUps: 1 })
+    const follow = await until(() => events.filter((e) => e.type === 'session.changed')[2])
+    expect(follow).toMatchObject({ sessionKey: 'agent:main:main', targetSessionKey: target, sequence: 2, lastSeenSequence: 1 })
+    expect(follow.text).toMatch(/changesSince 1\.$/)
+    expect(await st.acknowledgeWatchNotices('agent:main:main', [target])).toEqual({ acknowledged: 1, followUps: 0 })
+    await expect(st.acknowledgeWatchNotices('agent:main:main', 'x' as any)).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
     await st.close()
   })
 })

@@ -21,6 +21,7 @@ import { makeEntry, makeTranscriptMessage, transcriptLine, rng } from './lib/dat
 import { renderChart } from './lib/chart.mjs'
 import { orchestrationTable, orchestrationWorkloads } from './lib/orchestration.mjs'
 import { postgresTable, postgresWorkloads } from './lib/postgres.mjs'
+import { eventLoopRows, eventLoopTable, idleEventLoop } from './lib/eventloop.mjs'
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url))
 const argv = process.argv.slice(2)
@@ -325,6 +326,8 @@ try {
   // The OpenClaw child runs first, alone: nothing of ours competes with it for the CPU.
   const openclaw = runOpenclaw(findOpenclaw(argv, process.env), { work: path.join(WORK, 'openclaw'), sizes: SIZES, historyMessages: HISTORY_MESSAGES, run: RUN, log })
   if (openclaw.skipped) log(`openclaw baseline skipped: ${openclaw.skipped}`)
+  const loadStart = os.loadavg()
+  const idleLoop = await idleEventLoop()
   const paths = await storeWorkloads()
   await historyWorkload()
   const postgres = POSTGRES_SKIP
@@ -351,14 +354,20 @@ try {
     nativeLibrary: process.env.NAPI_RS_NATIVE_LIBRARY_PATH ?? null,
     betterSqlite3: SQLITE_VERSION,
     sizes: SIZES,
+    // the machine is shared: the load average (1, 5, 15 min) before the workloads and at the end
+    loadAverage: { start: loadStart.map(round), end: os.loadavg().map(round) },
+    osRelease: `${os.type()} ${os.release()}`,
+    sessionToolsVersion: require(path.resolve(BENCH_DIR, '../package.json')).version,
     openclaw: openclaw.skipped ? { skipped: openclaw.skipped } : { version: openclaw.version, node: openclaw.node, dir: openclaw.dir },
     durationS: round((performance.now() - t0) / 1000),
   }
+  const eventLoop = { limitMs: 2, idle: idleLoop, rows: eventLoopRows(results) }
   fs.mkdirSync(OUT_DIR, { recursive: true })
-  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, memory, wal, openclaw: openclaw.skipped ? null : { ...openclaw, versus: openclawVs }, orchestration, postgres }, null, 2) + '\n')
+  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, eventLoop, memory, wal, openclaw: openclaw.skipped ? null : { ...openclaw, versus: openclawVs }, orchestration, postgres }, null, 2) + '\n')
   fs.writeFileSync(path.join(OUT_DIR, 'chart.svg'), renderChart({ meta, results, sizes: SIZES }))
-  console.log(`\nsession-tools bench (${meta.mode}, ${meta.node}, ${meta.cpus})\n`)
+  console.log(`\nsession-tools ${meta.sessionToolsVersion} bench (${meta.mode}, ${meta.date}, Node ${meta.node}, ${meta.platform}, ${meta.osRelease}, ${meta.cpus}, ${meta.totalMemMB} MB; better-sqlite3 ${meta.betterSqlite3}; OpenClaw ${openclaw.skipped ? 'skipped' : `${openclaw.version} under Node ${openclaw.node}`}; load average ${meta.loadAverage.start.join(' / ')} at the start, ${meta.loadAverage.end.join(' / ')} at the end)\n`)
   console.log(table(results, memory))
+  console.log(`\nEvent loop (target: no call holds it more than ${eventLoop.limitMs} ms; a burst of 1,000 calls keeps its p99 under ${eventLoop.limitMs} ms):\n\n${eventLoopTable(eventLoop.rows, eventLoop.idle)}`)
   console.log(`\nAgainst OpenClaw's own store:\n\n${openclawTable(openclaw, openclawVs)}`)
   console.log(`\nsession-tools on PostgreSQL (same workloads; sqlite = session-tools on SQLite above):\n\n${postgresTable(postgres, results)}`)
   if (wal) console.log(`\nWrite-ahead log under a reader that is always there:\n\n${walTable(wal)}`)

@@ -274,6 +274,13 @@ pub trait Host: Send + Sync + 'static {
     fn can_bind_thread(&self) -> bool {
         false
     }
+    /// Releases the thread binding `bindThread` made for a child whose spawn then failed (2026.9
+    /// deletes the provisional child session, which unbinds it; API.md §2.6): `req` is
+    /// `{targetSessionKey, reason: "session-delete"}`. The answer is ignored; `Err` is logged as
+    /// an event.
+    fn unbind_thread(&self, _req: Value) -> HostFuture<Value> {
+        Box::pin(async { Ok(Value::Null) })
+    }
     /// Stages a spawn's attachments where the child can read them (2026.9 `sessions_spawn`
     /// `attachments`; API.md §2.7): `req` is `{childSessionKey, agentId, attachmentId, sandboxed,
     /// files: [{name, mimeType, bytes, sha256, contentBase64}]}`; the answer is `{dir}`, the
@@ -310,8 +317,9 @@ pub mod testing {
         steer: Option<SteerFn>,
         bind_thread: Option<JsonFn>,
         stage: Option<JsonFn>,
-        /// `bindThread` and `stageAttachments` requests, in order
+        /// `bindThread`, `unbindThread` and `stageAttachments` requests, in order
         pub binds: Mutex<Vec<Value>>,
+        pub unbinds: Mutex<Vec<Value>>,
         pub stagings: Mutex<Vec<Value>>,
         pub requests: Mutex<Vec<AgentRunRequest>>,
         pub deliveries: Mutex<Vec<Value>>,
@@ -334,6 +342,7 @@ pub mod testing {
                 bind_thread: None,
                 stage: None,
                 binds: Mutex::default(),
+                unbinds: Mutex::default(),
                 stagings: Mutex::default(),
                 requests: Mutex::default(),
                 deliveries: Mutex::default(),
@@ -430,6 +439,10 @@ pub mod testing {
         }
         fn can_bind_thread(&self) -> bool {
             self.bind_thread.is_some()
+        }
+        fn unbind_thread(&self, req: Value) -> HostFuture<Value> {
+            lock(&self.unbinds).push(req);
+            Box::pin(async { Ok(Value::Null) })
         }
         fn stage_attachments(&self, req: Value) -> HostFuture<Value> {
             lock(&self.stagings).push(req.clone());

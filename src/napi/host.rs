@@ -1,5 +1,5 @@
 //! The host callbacks of `open` (API.md §2) as a [`Host`]: `runAgent`, `deliver`, `onEvent`,
-//! `steer`, `abortRun`, `bindThread` and `stageAttachments`, held as *weak* threadsafe functions (an idle store never keeps Node alive) and
+//! `steer`, `abortRun`, `bindThread`, `unbindThread` and `stageAttachments`, held as *weak* threadsafe functions (an idle store never keeps Node alive) and
 //! called with `call_async_catch`, so a throw, a rejection, a non-object result or a callback
 //! that never settles ends as an error or a timeout and never crashes the process.
 //!
@@ -190,6 +190,7 @@ pub struct Callbacks {
     steer: Option<Callback<SteerArgs>>,
     abort_run: Option<Callback<SteerArgs>>,
     bind_thread: Option<Callback<JsonArg>>,
+    unbind_thread: Option<Callback<JsonArg>>,
     stage_attachments: Option<Callback<JsonArg>>,
     keep_alive: Option<KeepAlive>,
 }
@@ -209,6 +210,7 @@ impl Callbacks {
             steer: None,
             abort_run: None,
             bind_thread: None,
+            unbind_thread: None,
             stage_attachments: None,
             keep_alive: Some(KeepAlive::new(env)?),
         };
@@ -231,6 +233,9 @@ impl Callbacks {
         if let Some(f) = func("bindThread") {
             c.bind_thread = Some(weak(env, f)?);
         }
+        if let Some(f) = func("unbindThread") {
+            c.unbind_thread = Some(weak(env, f)?);
+        }
         if let Some(f) = func("stageAttachments") {
             c.stage_attachments = Some(weak(env, f)?);
         }
@@ -245,6 +250,7 @@ pub struct JsHost {
     steer: Option<Arc<Callback<SteerArgs>>>,
     abort_run: Option<Arc<Callback<SteerArgs>>>,
     bind_thread: Option<Arc<Callback<JsonArg>>>,
+    unbind_thread: Option<Arc<Callback<JsonArg>>>,
     stage_attachments: Option<Arc<Callback<JsonArg>>>,
     events: Option<mpsc::UnboundedSender<Value>>,
     keep_alive: Option<Arc<KeepAlive>>,
@@ -277,6 +283,7 @@ impl JsHost {
             steer: c.steer.map(Arc::new),
             abort_run: c.abort_run.map(Arc::new),
             bind_thread: c.bind_thread.map(Arc::new),
+            unbind_thread: c.unbind_thread.map(Arc::new),
             stage_attachments: c.stage_attachments.map(Arc::new),
             events,
             keep_alive: c.keep_alive.map(Arc::new),
@@ -346,6 +353,9 @@ impl Host for JsHost {
     }
     fn can_bind_thread(&self) -> bool {
         self.bind_thread.is_some()
+    }
+    fn unbind_thread(&self, req: Value) -> HostFuture<Value> {
+        json_call(self.unbind_thread.clone(), req, Value::Null)
     }
     fn stage_attachments(&self, req: Value) -> HostFuture<Value> {
         json_call(self.stage_attachments.clone(), req, Value::Null)

@@ -9,6 +9,7 @@ use napi::bindgen_prelude::*;
 use napi::Env;
 use serde_json::Value;
 
+use super::cache::{self, Cached};
 use super::error::{error_value, js_error};
 use super::js::{clear_pending, from_json_text, to_json};
 use super::lanes::{self, Lane, Lanes};
@@ -137,13 +138,14 @@ pub fn take_inline_turn(env: &Env) -> bool {
         return false;
     }
     let queued = (|| -> napi::Result<()> {
-        let reset = env.create_function_from_closure::<(), (), _>("inlineTurn", |_| {
-            INLINE_TURN_TAKEN.with(|t| t.set(false));
-            Ok(())
+        let reset = cache::function(env, Cached::InlineTurn, |env| {
+            let f = env.create_function_from_closure::<(), (), _>("inlineTurn", |_| {
+                INLINE_TURN_TAKEN.with(|t| t.set(false));
+                Ok(())
+            })?;
+            Ok(f.to_unknown())
         })?;
-        let global = env.get_global()?;
-        let queue: Function<Unknown, Unknown> = global.get_named_property("queueMicrotask")?;
-        queue.call(reset.to_unknown())?;
+        cache::global_function(env, Cached::QueueMicrotask)?.call(reset)?;
         Ok(())
     })();
     if queued.is_err() {

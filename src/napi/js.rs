@@ -7,15 +7,15 @@ use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
 use serde_json::Value;
 
+use super::cache::Cached;
 use crate::error::Error as CoreError;
 
 /// Deepest nesting accepted from JS (serde_json's own limit is 128).
 const MAX_DEPTH_NOTE: &str = "nested too deeply (max 128 levels)";
 
 fn json_fn<'env>(env: &'env Env, name: &str) -> napi::Result<Function<'env, Unknown<'env>, Unknown<'env>>> {
-    let global = env.get_global()?;
-    let json: Object = global.get_named_property("JSON")?;
-    json.get_named_property(name)
+    let which = if name == "parse" { Cached::JsonParse } else { Cached::JsonStringify };
+    super::cache::global_function(env, which)
 }
 
 /// Drops a JS exception left pending by a failed napi call (a throwing getter, a Proxy trap), so

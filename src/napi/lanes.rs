@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi::Env;
 
+use super::cache::{self, Cached};
 use super::port::{self, Ticket};
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
@@ -168,13 +169,14 @@ pub fn queue<'env>(
 }
 
 fn schedule_flush(env: &Env) -> napi::Result<()> {
-    let flush = env.create_function_from_closure::<(), (), _>("sessionToolsFlush", |ctx| {
-        flush(ctx.env);
-        Ok(())
+    let flush = cache::function(env, Cached::Flush, |env| {
+        let f = env.create_function_from_closure::<(), (), _>("sessionToolsFlush", |ctx| {
+            flush(ctx.env);
+            Ok(())
+        })?;
+        Ok(f.to_unknown())
     })?;
-    let global = env.get_global()?;
-    let queue: Function<Unknown, Unknown> = global.get_named_property("queueMicrotask")?;
-    queue.call(flush.to_unknown())?;
+    cache::global_function(env, Cached::QueueMicrotask)?.call(flush)?;
     Ok(())
 }
 

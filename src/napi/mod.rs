@@ -3,6 +3,7 @@
 //! (`js`), JS errors with a `code` (`error`) and the host callbacks (`host`). The only place
 //! napi types appear; it decides nothing: all logic lives below it.
 
+mod cache;
 mod error;
 mod host;
 mod jobs;

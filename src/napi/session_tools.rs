@@ -89,7 +89,9 @@ fn read_open_options_inner(env: &Env, options: Option<Unknown<'_>>) -> CoreResul
         contract,
     )?;
     let mut functions = Vec::new();
-    for name in ["runAgent", "deliver", "onEvent", "steer", "abortRun", "bindThread", "stageAttachments"] {
+    for name in
+        ["runAgent", "deliver", "onEvent", "steer", "abortRun", "bindThread", "unbindThread", "stageAttachments"]
+    {
         if let Some(v) = get(name)? {
             let t = v.get_type().map_err(|e| bad(e.reason.clone()))?;
             if t != ValueType::Function && t != ValueType::Null {
@@ -259,6 +261,23 @@ impl SessionTools {
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let orch = self.orch.clone();
         self.run1(env, requester_key, "requesterKey", move |_e, k| crate::orchestrate::subagents::list_json(&orch, k))
+    }
+
+    /// 2026.9: the watcher's turn took in its `session.changed` notices about `targetKeys`.
+    #[napi(
+        ts_args_type = "watcherKey: string, targetKeys: string[]",
+        ts_return_type = "Promise<{ acknowledged: number; followUps: number }>"
+    )]
+    pub fn acknowledge_watch_notices<'env>(
+        &self,
+        env: &'env Env,
+        watcher_key: Option<Unknown<'env>>,
+        target_keys: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let orch = self.orch.clone();
+        self.fast2(env, Lane::Write, (watcher_key, "watcherKey"), (target_keys, "targetKeys"), move |_e, w, t| {
+            crate::orchestrate::watch::acknowledge(&orch, w, t)
+        })
     }
 
     /// The path the store was opened with.

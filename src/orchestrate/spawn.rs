@@ -161,7 +161,10 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         };
         match spawn_v9::stage_attachments(orch, ask).await? {
             Ok(staged) => staged,
-            Err(refused) => return Ok(discard(orch, &child_key, refused).await),
+            Err(refused) => {
+                spawn_v9::release_thread(orch, bound.is_some(), &child_key).await;
+                return Ok(discard(orch, &child_key, refused).await);
+            }
         }
     } else {
         None
@@ -224,8 +227,11 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
     };
     let run_id = match refused {
         Ok(run_id) => run_id,
-        // refused: the child entry written above goes again
-        Err(text) => return Ok(discard(orch, &child_key, refusal("forbidden", text)).await),
+        // refused: the child entry written above goes again, and its thread binding
+        Err(text) => {
+            spawn_v9::release_thread(orch, bound.is_some(), &child_key).await;
+            return Ok(discard(orch, &child_key, refusal("forbidden", text)).await);
+        }
     };
     // 2026.9: the turn that spawned the child (a yield of that turn claims it)
     if let (true, Some(turn)) = (v9, ctx.run_id.clone()) {
@@ -257,6 +263,8 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         },
         archive_at_ms: None,
         cleanup_completed_at: None,
+        pause_reason: None,
+        task_run_id: None,
     };
     subagents::register(orch, record).await?;
     // 15.

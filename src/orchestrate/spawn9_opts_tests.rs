@@ -252,3 +252,29 @@ async fn attachments_need_the_switch_and_a_host_that_stages_them() {
     assert_eq!(refused, json!({"status": "forbidden", "error": "shared sandboxes cannot take attachments"}));
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_bound_spawn_that_then_fails_releases_its_binding() {
+    let host = Arc::new(
+        FakeHost::replying("done")
+            .with_bind_thread(|_| Box::pin(async { Ok(json!({"to": "channel:99", "threadId": "99"})) })),
+    );
+    let on = json!({"tools": {"sessions_spawn": {"attachments": {"enabled": true}}}});
+    let o = open9(on, host.clone()).await;
+    // bound, then refused: the host stages no attachments
+    let one = json!([{"name": "notes.md", "content": "abc"}]);
+    let out = spawn(&o, json!({"task": "t", "thread": true, "attachments": one}), main_ctx()).await;
+    assert_eq!(out["error"], crate::tools::attach9::NO_STAGING, "{out}");
+    let child = host.binds.lock().unwrap()[0]["childSessionKey"].as_str().unwrap().to_owned();
+    assert_eq!(
+        *host.unbinds.lock().unwrap(),
+        vec![json!({"targetSessionKey": child, "reason": "session-delete"})],
+        "the binding made for the failed spawn is released"
+    );
+    assert!(o.engine().get_session(&json!(child)).unwrap().is_none());
+    // a spawn refused before anything was bound releases nothing
+    let plain = spawn(&o, json!({"task": "t", "attachments": one}), main_ctx()).await;
+    assert_eq!(plain["error"], crate::tools::attach9::NO_STAGING);
+    assert_eq!(host.unbinds.lock().unwrap().len(), 1);
+    o.close().await;
+}

@@ -145,10 +145,13 @@ async fn a_forked_child_starts_with_the_requesters_transcript_and_only_as_its_ag
     let texts: Vec<String> = history().iter().map(|m| m.json.clone()).collect();
     assert!(texts[0].contains("the plan") && texts[1].contains("\"ok\""), "{texts:?}");
     assert!(texts.last().unwrap().contains("carry on"), "then the task");
-    assert_eq!(
-        spawn(&o, json!({"task": "t", "context": "fork", "agentId": "ops"}), main_ctx()).await["error"],
-        spawn9::FORK_SAME_AGENT
-    );
+    // a fork to another agent: an error result naming the child, whose entry is gone again
+    let cross = spawn(&o, json!({"task": "t", "context": "fork", "agentId": "ops"}), main_ctx()).await;
+    assert_eq!((cross["status"].as_str(), cross["error"].as_str()), (Some("error"), Some(spawn9::FORK_SAME_AGENT)));
+    assert_eq!(cross["role"], "ops", "{cross}");
+    let child = str_of(&cross, "childSessionKey");
+    assert!(child.starts_with("agent:ops:subagent:"), "{cross}");
+    assert!(o.engine().get_session(&json!(child)).unwrap().is_none(), "the child entry is discarded");
     o.close().await;
 }
 

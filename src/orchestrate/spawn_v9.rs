@@ -157,6 +157,20 @@ pub struct ThreadAsk<'a> {
     pub child_key: &'a str,
 }
 
+/// Releases the thread binding of a child whose spawn failed after it was bound (`bound`), as
+/// 2026.9 does when it deletes the provisional child session: the host's `unbindThread` with
+/// `{targetSessionKey, reason: "session-delete"}`. A failing callback is reported as event
+/// `subagent.thread_unbind_failed`; the spawn's own answer stays the refusal.
+pub async fn release_thread(orch: &Arc<Orchestrator>, bound: bool, child_key: &str) {
+    if !bound {
+        return;
+    }
+    let req = json!({"targetSessionKey": child_key, "reason": "session-delete"});
+    if let Err(e) = orch.host().unbind_thread(req).await {
+        orch.emit("subagent.thread_unbind_failed", None, Some(child_key), json!({"error": e}));
+    }
+}
+
 /// Binds the child to a thread of the requester's channel through the host's `bindThread`:
 /// the bound conversation, or the refusal text (2026.9's when there is no channel or no
 /// callback, the host's own `{error}`, `Thread bind failed: …` when the callback fails).

@@ -122,6 +122,11 @@ fn model_display(entry: &Entry) -> String {
 /// `running`, `done`, `failed`, `timeout` or `killed` (a cancelled run), with the children
 /// still pending under it.
 fn display_status(rec: &SubagentRun, pending: usize) -> String {
+    let waiting = format!("waiting on {pending} {}", if pending == 1 { "child" } else { "children" });
+    // 2026.9: a child paused in its own `sessions_yield`
+    if super::subagents::pause::is_paused(rec) {
+        return if pending == 0 { "waiting for external continuation".to_owned() } else { waiting };
+    }
     let status = match (rec.ended_at, rec.outcome.as_ref()) {
         (None, _) => "running",
         (Some(_), Some(o)) if o.error.as_deref() == Some(super::tasks::CANCELLED) => "killed",
@@ -132,7 +137,6 @@ fn display_status(rec: &SubagentRun, pending: usize) -> String {
     if pending == 0 {
         return status.to_owned();
     }
-    let waiting = format!("waiting on {pending} {}", if pending == 1 { "child" } else { "children" });
     if status == "running" || status == "done" {
         format!("active ({waiting})")
     } else {

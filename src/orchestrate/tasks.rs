@@ -129,7 +129,7 @@ fn task_of(
 
 /// Brings the row of one record in step (creating it if need be, with the task id the
 /// imported 2026.9 ledger gave its run, if any).
-fn sync_record(db: &Db<'_>, rec: &SubagentRun, agent_of: &dyn Fn(&str) -> String) -> Result<()> {
+pub(crate) fn sync_record(db: &Db<'_>, rec: &SubagentRun, agent_of: &dyn Fn(&str) -> String) -> Result<()> {
     let existing = match db.task_run_by_run_id(&rec.run_id)? {
         Some(t) => Some(t),
         None => db.task9_by_run(&rec.run_id)?.and_then(|t| TaskRow::from_json(&t.record)),
@@ -361,7 +361,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     }
 }
 
-fn agent_resolver(orch: &Orchestrator) -> impl Fn(&str) -> String + Send + 'static {
+pub(crate) fn agent_resolver(orch: &Orchestrator) -> impl Fn(&str) -> String + Send + 'static {
     let km = orch.engine().config().key_model().clone();
     move |k: &str| km.agent_id_of(k)
 }
@@ -521,6 +521,7 @@ pub(crate) fn cancel_in(db: &Db<'_>, task_id: &str, run_id: &str, now: i64) -> R
         r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
         r.announce.status = "skipped".into();
         r.archive_at_ms = None;
+        r.pause_reason = None;
         db.put_subagent_run(&r)?;
     }
     t.status = "cancelled".into();

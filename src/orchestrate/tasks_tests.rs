@@ -212,6 +212,8 @@ fn put_child(o: &Orchestrator, requester: &str, child: &str, run: &str) {
         announce: AnnounceState { status: "pending".into(), attempts: 0, idempotency_key: format!("k-{run}") },
         archive_at_ms: None,
         cleanup_completed_at: None,
+        pause_reason: None,
+        task_run_id: None,
     };
     o.engine().upsert_session(&json!(child), &json!({"spawnedBy": requester})).unwrap();
     o.engine().store().write(|db| db.put_subagent_run(&rec)).unwrap();

@@ -3,7 +3,8 @@
 //! appended without `provenance`), each of its watchers (and the session's owner, its
 //! `spawnedBy` or `parentSessionKey`) is told with event `session.changed`, carrying the
 //! gateway's notice text. The host queues that text for the watcher's next turn and wakes it,
-//! as the gateway does with its system events; a sub-agent watcher is not woken. The cursors
+//! as the gateway does with its system events; a sub-agent watcher is not woken. When the
+//! watcher's turn takes the notice in, the host acknowledges it ([`acknowledge`]). The cursors
 //! are `store::watches`'; nothing here runs a model.
 
 use std::sync::Arc;
@@ -14,7 +15,11 @@ use super::state::Orchestrator;
 use super::task::blocking;
 use crate::contract::Contract;
 use crate::entry;
-use crate::error::{ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::watches::WatchNotice;
+
+/// The most targets one acknowledgement names.
+const MAX_ACK_TARGETS: usize = 100;
 use crate::keys;
 
 /// The notice a watcher is given: the gateway's text.
@@ -99,19 +104,55 @@ async fn notify(orch: &Arc<Orchestrator>, key: String) {
         }
     };
     for n in notices.into_iter().filter(|n| keys::parse_agent_key(&n.watcher_key).is_some()) {
-        orch.emit(
-            "session.changed",
-            None,
-            Some(&n.watcher_key),
-            json!({
-                "targetSessionKey": n.target_key,
-                "sequence": n.sequence,
-                "lastSeenSequence": n.last_seen,
-                "text": notice_text(&n.target_key, n.last_seen),
-                "wake": !keys::is_subagent_key(&n.watcher_key),
-            }),
-        );
+        emit_notice(orch, &n);
     }
+}
+
+/// Event `session.changed` for one notice.
+fn emit_notice(orch: &Orchestrator, n: &WatchNotice) {
+    orch.emit(
+        "session.changed",
+        None,
+        Some(&n.watcher_key),
+        json!({
+            "targetSessionKey": n.target_key,
+            "sequence": n.sequence,
+            "lastSeenSequence": n.last_seen,
+            "text": notice_text(&n.target_key, n.last_seen),
+            "wake": !keys::is_subagent_key(&n.watcher_key),
+        }),
+    );
+}
+
+/// `acknowledgeWatchNotices(watcherKey, targetKeys)`: the watcher's turn took in its notices
+/// about these targets (the host drained them from the watcher's queue, as the gateway's turn
+/// drains its system events). Each cursor moves to the change its notice reported; a change
+/// recorded since is told again at once (`session.changed`, the gateway's follow-up). Answers
+/// `{acknowledged, followUps}`. Blocks on one write.
+pub fn acknowledge(orch: &Orchestrator, watcher: &Value, targets: &Value) -> Result<Value> {
+    let Some(watcher) = watcher.as_str() else {
+        return Err(Error::invalid_request("invalid watcherKey: must be a string"));
+    };
+    let list = match targets {
+        Value::Array(a) if a.len() <= MAX_ACK_TARGETS => a,
+        Value::Array(_) => return Err(Error::invalid_request("invalid targetKeys: at most 100 keys")),
+        _ => return Err(Error::invalid_request("invalid targetKeys: must be an array of strings")),
+    };
+    let km = orch.engine().config().key_model().clone();
+    let watcher = km.canonical(watcher)?;
+    let mut keys_ = Vec::with_capacity(list.len());
+    for t in list {
+        let Some(t) = t.as_str() else {
+            return Err(Error::invalid_request("invalid targetKeys: must be an array of strings"));
+        };
+        keys_.push(km.canonical(t)?);
+    }
+    let (moved, follow) =
+        orch.engine().store().write(|db| db.acknowledge_session_notices(&watcher, &keys_, entry::now_ms()))?;
+    for n in &follow {
+        emit_notice(orch, n);
+    }
+    Ok(json!({"acknowledged": moved, "followUps": follow.len()}))
 }
 
 /// A deleted session's watches go with it.

@@ -84,3 +84,41 @@ async fn the_owner_of_a_session_hears_of_human_messages_there_without_a_watch() 
     assert_eq!(notices(&h)[1].1["wake"], false);
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledged_notice_moves_the_cursor_and_a_change_in_between_is_told_again() {
+    let h = Arc::new(FakeHost::replying("ok"));
+    let o = open9(json!({}), h.clone()).await;
+    let ctx = json!({"agentSessionKey": REQ});
+    send(&o, json!({"sessionKey": DM, "message": "watch", "timeoutSeconds": 0, "watch": true}), ctx).await;
+    let human =
+        |text: &str| o.engine().append_messages(&json!(DM), &json!([{"role": "user", "content": text}])).unwrap();
+    human("one");
+    until("the first notice", || notices(&h).len() == 1).await;
+    human("two");
+    until("the second notice", || notices(&h).len() == 2).await;
+    // unacknowledged, the second notice still reports the first change
+    assert_eq!(
+        (notices(&h)[1].1["sequence"].clone(), notices(&h)[1].1["lastSeenSequence"].clone()),
+        (json!(2), json!(0))
+    );
+    // the watcher's turn took the first notice in: the cursor moves to change 1 and change 2,
+    // recorded since, is told again at once
+    let ack = super::acknowledge(&o, &json!(REQ), &json!([DM, DM, "agent:main:unwatched"])).unwrap();
+    assert_eq!(ack, json!({"acknowledged": 1, "followUps": 1}));
+    let (watcher, follow) = notices(&h).remove(2);
+    assert_eq!(watcher.as_deref(), Some(REQ));
+    assert_eq!((follow["sequence"].clone(), follow["lastSeenSequence"].clone()), (json!(2), json!(1)));
+    assert!(follow["text"].as_str().unwrap().ends_with("changesSince 1."));
+    // acknowledging the follow-up catches the watcher up: nothing more to tell
+    assert_eq!(super::acknowledge(&o, &json!(REQ), &json!([DM])).unwrap(), json!({"acknowledged": 1, "followUps": 0}));
+    human("three");
+    until("a notice from the new cursor", || notices(&h).len() == 4).await;
+    assert_eq!(notices(&h)[3].1["lastSeenSequence"], 2);
+    // what the host passes is checked
+    let bad = |w: Value, t: Value| super::acknowledge(&o, &w, &t).unwrap_err().code();
+    assert_eq!(bad(json!(5), json!([])), crate::error::ErrorCode::InvalidRequest);
+    assert_eq!(bad(json!(REQ), json!("x")), crate::error::ErrorCode::InvalidRequest);
+    assert_eq!(bad(json!(REQ), json!([1])), crate::error::ErrorCode::InvalidRequest);
+    o.close().await;
+}

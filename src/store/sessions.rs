@@ -55,6 +55,9 @@ pub struct ListFilter {
     /// … or it is `global` under global scope
     pub global_scope: bool,
     pub default_agent: String,
+    /// keep only these entry fields in the rows' entries: the others are read past, not built
+    /// into the map (a listing that shows a few fields of each entry); `None` keeps them all
+    pub fields: Option<&'static [&'static str]>,
 }
 
 fn joined<T: AsRef<str>>(items: &[T]) -> String {
@@ -111,6 +114,70 @@ fn read_row(r: &Row<'_>) -> Result<ListedRow> {
     let key: String = r.get(0)?;
     let json: String = r.get(1)?;
     Ok(ListedRow { entry: parse_entry(&key, &json)?, key })
+}
+
+/// As [`read_row`], keeping only `fields` of the entry.
+fn read_sparse_row(r: &Row<'_>, fields: &'static [&'static str]) -> Result<ListedRow> {
+    use serde::de::DeserializeSeed;
+    let key: String = r.get(0)?;
+    let json: String = r.get(1)?;
+    let mut de = serde_json::Deserializer::from_str(&json);
+    let entry = Sparse(fields)
+        .deserialize(&mut de)
+        .and_then(|e| de.end().map(|()| e))
+        .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
+    Ok(ListedRow { entry, key })
+}
+
+/// Parses an entry keeping only these fields; the others are read past (checked, not built).
+struct Sparse(&'static [&'static str]);
+
+/// A key of an entry: borrowed from the text when it has no escapes.
+struct FieldName<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for FieldName<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = FieldName<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
+                Ok(FieldName(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+                Ok(FieldName(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Sparse {
+    type Value = Entry;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Entry, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Sparse {
+    type Value = Entry;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an entry object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<Entry, A::Error> {
+        let mut m = Entry::new();
+        while let Some(FieldName(k)) = a.next_key()? {
+            if self.0.contains(&&*k) {
+                // a repeated field: the last one wins, as in a full parse
+                m.insert(k.into_owned(), a.next_value::<serde_json::Value>()?);
+            } else {
+                a.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(m)
+    }
 }
 
 fn parse_entry(key: &str, json: &str) -> Result<Entry> {
@@ -320,7 +387,10 @@ impl Db<'_> {
                     ":default_agent" => f.default_agent,
                     ":limit" => limit,
             ],
-            read_row,
+            |r| match f.fields {
+                Some(fields) => read_sparse_row(r, fields),
+                None => read_row(r),
+            },
         )
     }
 }

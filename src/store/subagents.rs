@@ -60,6 +60,14 @@ pub struct SubagentRun {
     pub archive_at_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_ms")]
     pub cleanup_completed_at: Option<i64>,
+    /// 2026.9 `pauseReason`: `sessions_yield` while the child waits in its own
+    /// `sessions_yield` with `waitFor: "message"` (its run ended, its completion is held back)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_reason: Option<String>,
+    /// 2026.9 `taskRunId`: the run the task started with, when this record is a later run of
+    /// the same task (a resumed child)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_run_id: Option<String>,
 }
 
 // Timestamps and counts written by JavaScript may arrive as floats (`1.7e12`); any finite
@@ -127,7 +135,8 @@ impl Db<'_> {
                 r.run_id,
                 r.requester_session_key,
                 r.child_session_key,
-                i64::from(r.ended_at.is_some()),
+                // a paused child's run has ended too (2026.9 counts it as no active child)
+                i64::from(r.ended_at.is_some() || r.pause_reason.is_some()),
                 r.announce.status,
                 r.archive_at_ms,
                 r.to_json().to_string()
@@ -153,6 +162,15 @@ impl Db<'_> {
             )?,
             None => self.rows("SELECT record FROM subagent_runs ORDER BY rowid", args![], |r| r.get(0))?,
         };
+        Ok(read_rows(rows))
+    }
+
+    /// The records of one child session, in `createdAt` order.
+    pub fn subagent_runs_of_child(&self, child_key: &str) -> Result<Vec<SubagentRun>> {
+        let rows =
+            self.rows("SELECT record FROM subagent_runs WHERE child_key = ?1 ORDER BY rowid", args![child_key], |r| {
+                r.get(0)
+            })?;
         Ok(read_rows(rows))
     }
 

@@ -33,6 +33,8 @@ fn record(id: &str, requester: &str, created: i64) -> SubagentRun {
         announce: AnnounceState { status: "pending".into(), attempts: 0, idempotency_key: format!("k-{id}") },
         archive_at_ms: None,
         cleanup_completed_at: None,
+        pause_reason: None,
+        task_run_id: None,
     }
 }
 

@@ -323,3 +323,27 @@ fn list_filters_sort_newest_first_and_limit() {
         ["agent:main:b", "agent:main:subagent:c"]
     );
 }
+
+#[test]
+fn a_listing_with_fields_keeps_only_those_fields_of_each_entry_in_order() {
+    let s = Store::open(":memory:").unwrap();
+    put_raw(&s, "agent:main:a", json!({"updatedAt": 100, "label": "A", "x": {"deep": [1, 2]}, "model": "m", "n": 1.5}));
+    put_raw(&s, "agent:main:b", json!({"updatedAt": 200, "other": "\u{e9}\"\\"}));
+    let base = ListFilter { main_key: "main".into(), default_agent: "main".into(), ..ListFilter::default() };
+    let full = s.read(|db| db.list(&base)).unwrap();
+    let sparse = s.read(|db| db.list(&ListFilter { fields: Some(&["model", "n", "label"]), ..base.clone() })).unwrap();
+    assert_eq!(sparse.len(), 2);
+    for (f, p) in full.iter().zip(&sparse) {
+        assert_eq!(f.key, p.key);
+        let kept: Map<String, Value> = f
+            .entry
+            .iter()
+            .filter(|(k, _)| ["model", "n", "label"].contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(p.entry, kept);
+        assert_eq!(p.entry.keys().collect::<Vec<_>>(), kept.keys().collect::<Vec<_>>());
+    }
+    assert_eq!(sparse[1].entry.get("n"), Some(&json!(1.5)));
+    assert!(sparse[0].entry.is_empty());
+}

@@ -84,6 +84,45 @@ impl Db<'_> {
         Ok(out)
     }
 
+    /// The watcher's turn took in its notices about `targets` (2026.9 acknowledges only the
+    /// change each notice reported, never the head, so that a change in between is not lost):
+    /// each cursor's `last_seen` moves to the change it was told of; where a later change is
+    /// already recorded, it becomes the one told, and a follow-up notice for it is returned.
+    /// Targets the watcher has no cursor on are skipped. The number of cursors moved and the
+    /// follow-ups.
+    pub fn acknowledge_session_notices(
+        &self,
+        watcher: &str,
+        targets: &[String],
+        now: i64,
+    ) -> Result<(usize, Vec<WatchNotice>)> {
+        let (mut moved, mut follow) = (0, Vec::new());
+        let mut seen = std::collections::HashSet::new();
+        for target in targets.iter().filter(|t| seen.insert(t.as_str())) {
+            let cursor = self.row(
+                "SELECT notified_seq, material_seq FROM session_watches WHERE watcher_key = ?1 AND target_key = ?2",
+                args![watcher, target],
+                |r| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?)),
+            )?;
+            let Some((notified, material)) = cursor else { continue };
+            self.exec(
+                "UPDATE session_watches SET last_seen_seq = ?3, notified_seq = ?4, updated_at = ?5
+                 WHERE watcher_key = ?1 AND target_key = ?2",
+                args![watcher, target, notified, material.max(notified), now],
+            )?;
+            moved += 1;
+            if material > notified {
+                follow.push(WatchNotice {
+                    watcher_key: watcher.to_owned(),
+                    target_key: target.clone(),
+                    sequence: material,
+                    last_seen: notified,
+                });
+            }
+        }
+        Ok((moved, follow))
+    }
+
     /// A deleted session watches nothing and is watched by no one.
     pub fn forget_session_watches(&self, key: &str) -> Result<()> {
         self.exec("DELETE FROM session_watches WHERE watcher_key = ?1 OR target_key = ?1", args![key])?;

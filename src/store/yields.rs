@@ -155,6 +155,20 @@ impl Db<'_> {
         )
     }
 
+    /// A child run of `requester_key` continues under a new run id (a resumed child): the open
+    /// yields that claimed `old` claim `new` instead.
+    pub fn rename_yield_child(&self, requester_key: &str, old: &str, new: &str) -> Result<()> {
+        for y in self.open_yields_of(requester_key)? {
+            if !y.children.iter().any(|c| c == old) {
+                continue;
+            }
+            let children: Vec<&str> = y.children.iter().map(|c| if c == old { new } else { c.as_str() }).collect();
+            let text = serde_json::to_string(&children).unwrap_or_else(|_| "[]".to_owned());
+            self.exec("UPDATE yields SET children = ?2 WHERE yield_id = ?1", args![y.yield_id, text])?;
+        }
+        Ok(())
+    }
+
     /// Moves a yield from status `from` to `to` (with the resume run and time); `false` when
     /// it was not in `from` (another process or task moved it first).
     pub fn move_yield(

@@ -23,6 +23,8 @@ fn record(id: &str, ended: bool, announce: &str) -> SubagentRun {
         announce: AnnounceState { status: announce.into(), attempts: 0, idempotency_key: format!("k-{id}") },
         archive_at_ms: None,
         cleanup_completed_at: None,
+        pause_reason: None,
+        task_run_id: None,
     }
 }
 

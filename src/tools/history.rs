@@ -16,40 +16,46 @@ const TOOL: &str = "sessions_history";
 /// The gateway's serialized-size cap on a history answer.
 pub const MAX_HISTORY_BYTES: usize = 6 * 1024 * 1024;
 
-pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
+fn answer(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Answer> {
     let Some(input) = read_string(args, "sessionKey") else {
-        return Ok(thrown(TOOL, "sessionKey required"));
+        return Ok(Answer::Payload(thrown(TOOL, "sessionKey required")));
     };
     let cfg = engine.config();
     let requester = match Requester::of(&cfg, ctx) {
         Ok(r) => r,
-        Err(e) => return Ok(thrown(TOOL, e.message())),
+        Err(e) => return Ok(Answer::Payload(thrown(TOOL, e.message()))),
     };
     let restricted = sandbox::restrict_to_spawned(&cfg, ctx.sandboxed, requester.key.as_deref(), &requester.agent);
     let target = match resolve_reference(engine, &cfg, &input, &requester, restricted) {
         Ok(t) => t,
-        Err(refused) => return refused.into_payload(),
+        Err(refused) => return refused.into_payload().map(Answer::Payload),
     };
     if restricted && !target.via_session_id && !spawned_by_requester(engine, &target.key, &requester)? {
-        return Ok(refusal("forbidden", format!("Session not visible from this sandboxed agent session: {input}")));
+        return Ok(Answer::Payload(refusal(
+            "forbidden",
+            format!("Session not visible from this sandboxed agent session: {input}"),
+        )));
     }
     let target_agent = cfg.key_model().agent_id_of(&target.key);
     match a2a::check(&cfg.agent_to_agent, &requester.agent, &target_agent) {
         a2a::A2aDecision::Allowed => {}
         a2a::A2aDecision::Disabled => {
-            return Ok(refusal(
+            return Ok(Answer::Payload(refusal(
                 "forbidden",
                 "Agent-to-agent history is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
-            ))
+            )))
         }
         a2a::A2aDecision::Denied => {
-            return Ok(refusal("forbidden", "Agent-to-agent history denied by tools.agentToAgent.allow."))
+            return Ok(Answer::Payload(refusal(
+                "forbidden",
+                "Agent-to-agent history denied by tools.agentToAgent.allow.",
+            )))
         }
     }
     let limit = read_number(args, "limit").map(|v| v.floor().max(1.0));
     if let Some(l) = limit {
         if l > 1000.0 {
-            return Ok(thrown(TOOL, "invalid chat.history params: at /limit: must be <= 1000"));
+            return Ok(Answer::Payload(thrown(TOOL, "invalid chat.history params: at /limit: must be <= 1000")));
         }
     }
     let include_tools = args.get("includeTools").map(truthy).unwrap_or(false);
@@ -62,25 +68,85 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
             None => Ok(Default::default()),
         }
     })?;
-    let mut messages: Vec<Value> = Vec::with_capacity(page.messages.len());
+    // Each message is serialised once: its text gives the sizes the caps count, and the answer
+    // is those texts put together (perf3: three serialisations per message before).
+    let mut messages: Vec<Shown> = Vec::with_capacity(page.messages.len());
     for m in page.messages {
         if !include_tools && m.role.as_deref() == Some("toolResult") {
             continue;
         }
-        if let Some(v) = shown(&m) {
-            messages.push(v);
+        if let Some(value) = shown(&m) {
+            let text = serde_json::to_string(&value).unwrap_or_default();
+            messages.push(Shown { value, text });
         }
     }
-    cap_bytes(&mut messages, MAX_HISTORY_BYTES);
+    let sizes: Vec<usize> = messages.iter().map(|m| m.text.len()).collect();
+    messages.drain(..bytes_to_drop(&sizes, MAX_HISTORY_BYTES));
     let truncated = match max_chars {
-        Some(max) => cap_chars(&mut messages, max),
+        Some(max) => {
+            let lens: Vec<u64> = messages.iter().map(|m| m.text.chars().count() as u64).collect();
+            let drop = chars_to_drop(&lens, max);
+            messages.drain(..drop);
+            drop > 0
+        }
         None => false,
     };
-    let mut out = json!({"sessionKey": target.display, "messages": messages});
-    if truncated {
-        out["truncated"] = Value::Bool(true);
+    Ok(Answer::Messages { session_key: target.display, messages, truncated })
+}
+
+/// A message as shown, with its JSON text.
+struct Shown {
+    value: Value,
+    text: String,
+}
+
+/// What `sessions_history` answers: a refusal or error payload, or the messages.
+enum Answer {
+    Payload(Value),
+    Messages { session_key: String, messages: Vec<Shown>, truncated: bool },
+}
+
+/// `sessions_history` as a value (for the tool envelope and the orchestrator).
+pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
+    Ok(match answer(engine, args, ctx)? {
+        Answer::Payload(v) => v,
+        Answer::Messages { session_key, messages, truncated } => {
+            let messages: Vec<Value> = messages.into_iter().map(|m| m.value).collect();
+            let mut out = json!({"sessionKey": session_key, "messages": messages});
+            if truncated {
+                out["truncated"] = Value::Bool(true);
+            }
+            out
+        }
+    })
+}
+
+/// `sessions_history` as JSON text, the messages' texts put together without a value tree in
+/// between: what the napi skin hands to JS.
+pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<String> {
+    match answer(engine, args, ctx)? {
+        Answer::Payload(v) => Ok(v.to_string()),
+        Answer::Messages { session_key, messages, truncated } => {
+            let key = Value::String(session_key).to_string();
+            let mut out =
+                String::with_capacity(64 + key.len() + messages.iter().map(|m| m.text.len() + 1).sum::<usize>());
+            out.push_str("{\"sessionKey\":");
+            out.push_str(&key);
+            out.push_str(",\"messages\":[");
+            for (i, m) in messages.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&m.text);
+            }
+            out.push(']');
+            if truncated {
+                out.push_str(",\"truncated\":true");
+            }
+            out.push('}');
+            Ok(out)
+        }
     }
-    Ok(out)
 }
 
 fn truthy(v: &Value) -> bool {
@@ -97,16 +163,34 @@ fn json_len(v: &Value) -> usize {
     serde_json::to_string(v).map(|s| s.len()).unwrap_or(0)
 }
 
-/// §4.2: drops the oldest messages while `2 + Σ bytes + separators` exceeds `max` (one stays).
-pub fn cap_bytes(messages: &mut Vec<Value>, max: usize) {
-    let sizes: Vec<usize> = messages.iter().map(json_len).collect();
+/// §4.2: how many of the oldest messages (of these JSON sizes in bytes) to drop so that
+/// `2 + Σ bytes + separators` fits in `max` (one stays).
+fn bytes_to_drop(sizes: &[usize], max: usize) -> usize {
     let mut total: usize = 2 + sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
     let mut drop = 0;
-    while total > max && messages.len() - drop > 1 {
+    while total > max && sizes.len() - drop > 1 {
         total -= sizes[drop] + 1;
         drop += 1;
     }
-    messages.drain(..drop);
+    drop
+}
+
+/// DECISIONS.md #7: how many of the oldest messages (of these JSON lengths in characters) to
+/// drop so that the array's text fits in `max` characters (the newest always stays).
+fn chars_to_drop(lens: &[u64], max: u64) -> usize {
+    let mut total: u64 = 2 + lens.iter().sum::<u64>() + lens.len().saturating_sub(1) as u64;
+    let mut drop = 0;
+    while total > max && lens.len() - drop > 1 {
+        total -= lens[drop] + 1;
+        drop += 1;
+    }
+    drop
+}
+
+/// §4.2: drops the oldest messages while `2 + Σ bytes + separators` exceeds `max` (one stays).
+pub fn cap_bytes(messages: &mut Vec<Value>, max: usize) {
+    let sizes: Vec<usize> = messages.iter().map(json_len).collect();
+    messages.drain(..bytes_to_drop(&sizes, max));
 }
 
 /// DECISIONS.md #7: drops the oldest messages while the JSON text of the array is longer than
@@ -114,12 +198,7 @@ pub fn cap_bytes(messages: &mut Vec<Value>, max: usize) {
 pub fn cap_chars(messages: &mut Vec<Value>, max: u64) -> bool {
     let lens: Vec<u64> =
         messages.iter().map(|m| serde_json::to_string(m).map(|s| s.chars().count() as u64).unwrap_or(0)).collect();
-    let mut total: u64 = 2 + lens.iter().sum::<u64>() + lens.len().saturating_sub(1) as u64;
-    let mut drop = 0;
-    while total > max && messages.len() - drop > 1 {
-        total -= lens[drop] + 1;
-        drop += 1;
-    }
+    let drop = chars_to_drop(&lens, max);
     messages.drain(..drop);
     drop > 0
 }

@@ -20,6 +20,40 @@ pub const MAX_LIMIT: u32 = 1000;
 /// Most messages per row.
 pub const MAX_MESSAGE_LIMIT: u32 = 20;
 
+/// Every entry field a row is built from ([`row`], with `entry::display_name`,
+/// `entry::delivery_context`, `entry::total_tokens`, `Engine::transcript_path` and the kind):
+/// the listing parses only these of each stored entry (perf3: a whole map per entry was 15% of
+/// a listing). A field read by the row building and missing here would read as absent: the
+/// test `list_rows_read_no_field_outside_row_fields` holds the two together.
+pub const ROW_FIELDS: &[&str] = &[
+    "abortedLastRun",
+    "channel",
+    "chatType",
+    "contextTokens",
+    "deliveryContext",
+    "displayName",
+    "groupChannel",
+    "inputTokens",
+    "label",
+    "lastAccountId",
+    "lastChannel",
+    "lastThreadId",
+    "lastTo",
+    "model",
+    "origin",
+    "outputTokens",
+    "sendPolicy",
+    "sessionFile",
+    "sessionId",
+    "space",
+    "subject",
+    "systemSent",
+    "thinkingLevel",
+    "totalTokens",
+    "updatedAt",
+    "verboseLevel",
+];
+
 fn floor_at_least_one(v: f64) -> u64 {
     v.floor().max(1.0).min(u32::MAX as f64) as u64
 }
@@ -88,6 +122,7 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
             main_key: km.main_key().to_owned(),
             global_scope: km.is_global_scope(),
             default_agent: km.default_agent().to_owned(),
+            fields: Some(ROW_FIELDS),
         };
         let rows = db.list(&filter)?;
         let mut out = Vec::with_capacity(rows.len());
@@ -235,5 +270,72 @@ fn row<'a>(
         last_account_id: dc.account_id.as_deref().or_else(|| entry::str_field(e, "lastAccountId")),
         transcript_path: engine.transcript_path(e),
         messages,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::Entry;
+    use crate::store::Store;
+    use serde_json::json;
+
+    /// Every field a stored entry may carry (types.d.ts `SessionEntry`, the 2026.9 inventory
+    /// fields, custom ones), with values of every JSON type.
+    fn rich(extra: Value) -> Entry {
+        let mut e: Entry = serde_json::from_str(
+            r##"{
+            "sessionId": "s-1", "updatedAt": 1700000000000, "sessionFile": "/tmp/s-1.jsonl",
+            "spawnedBy": "agent:main:main", "systemSent": true, "abortedLastRun": false, "chatType": "group",
+            "thinkingLevel": "low", "verboseLevel": "on", "reasoningLevel": "on", "elevatedLevel": "on",
+            "sendPolicy": "deny", "label": "L", "displayName": "D", "subject": "S", "groupId": "g1",
+            "groupChannel": "#c", "space": "sp", "channel": "discord", "origin": {"label": "O", "provider": "x"},
+            "deliveryContext": {"channel": "slack", "to": "u1", "accountId": "a1", "threadId": 7},
+            "lastChannel": "telegram", "lastTo": "+1", "lastAccountId": "acc", "lastThreadId": "t",
+            "inputTokens": 10, "outputTokens": 5.5, "totalTokens": 99, "contextTokens": 1000,
+            "modelProvider": "p", "model": "m", "providerOverride": "po", "modelOverride": "mo",
+            "archivedAt": 1, "pinnedAt": 2, "owner": {"id": "o"}, "projectId": "pr", "category": "c",
+            "spawnDepth": 1, "x-custom": [1, {"a": null}]
+            }"##,
+        )
+        .expect("fixture");
+        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+            if v.is_null() {
+                e.remove(&k);
+            } else {
+                e.insert(k, v);
+            }
+        }
+        e
+    }
+
+    #[test]
+    fn list_rows_read_no_field_outside_row_fields() {
+        let engine = Engine::new(Store::open(":memory:").expect("store"), Config::default(), None);
+        let cfg = engine.config();
+        let requester = Requester::of(&cfg, &ToolContext::default()).expect("requester");
+        let cases = [
+            ("agent:main:discord:group:g1", rich(json!({}))),
+            ("agent:main:discord:group:g1", rich(json!({"displayName": null, "channel": null, "totalTokens": null}))),
+            (
+                "agent:main:x",
+                rich(json!({"displayName": null, "chatType": null, "label": null, "deliveryContext": null})),
+            ),
+            ("agent:main:x", rich(json!({"lastChannel": 3, "model": 1, "updatedAt": "soon", "systemSent": "yes"}))),
+        ];
+        for (key, full) in cases {
+            let sparse: Entry = full
+                .iter()
+                .filter(|(k, _)| ROW_FIELDS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert!(sparse.len() < full.len());
+            let render = |entry: Entry| {
+                let r = ListedRow { key: key.to_owned(), entry };
+                let dc = entry::delivery_context(&r.entry);
+                serde_json::to_string(&row(&engine, &cfg, &r, &dc, &requester, None)).expect("row")
+            };
+            assert_eq!(render(full), render(sparse), "{key}");
+        }
     }
 }

@@ -240,6 +240,13 @@ pub fn run_text(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx:
             Err(e) => payload_or_error(tool, Err(e)).map(|v| v.to_string()),
         };
     }
+    if tool == Tool::SessionsHistory && shape == crate::contract::ToolShape::Reference2026_1 {
+        let c = ToolContext::from_json(ctx)?;
+        return match history::run_text(engine, params, &c) {
+            Ok(text) => Ok(text),
+            Err(e) => payload_or_error(tool, Err(e)).map(|v| v.to_string()),
+        };
+    }
     let v = run(engine, tool, params, ctx, false)?;
     serde_json::to_string(&v).map_err(|e| Error::store(format!("cannot encode the result: {e}")))
 }

@@ -18,6 +18,13 @@ pub const RESUME_NEEDS_CHILD: &str = "Task resume requires the existing, unarchi
 pub const RESUME_NEEDS_SESSION: &str = "Task resume requires an existing child session.";
 /// A resume whose target is not a child paused in its own `sessions_yield`.
 pub const RESUME_NEEDS_PAUSED: &str = "Task resume requires a currently paused native child; inspect subagents first.";
+/// A resume of a paused child the caller does not control.
+pub const RESUME_NOT_CONTROLLER: &str = "Task resume is limited to children controlled by the calling session.";
+/// A resume of a paused child that hands no completion to its requester.
+pub const RESUME_NO_COMPLETION: &str = "Task resume requires a child with task-owned completion.";
+/// A resume whose paused child changed (cancelled, resumed by another caller) before its run
+/// could adopt it.
+pub const RESUME_REJECTED: &str = "Paused task replacement was rejected; no continuation was started.";
 pub const RESUME_ADMISSION_ONLY: &str = "mode=resume returns admission only; omit watch and timeoutSeconds or set timeoutSeconds=0. The task owner delivers completion.";
 pub const SELF_TARGET: &str = "sessions_send cannot target the calling session; use your own reply instead";
 pub const THREAD_TARGET: &str =
@@ -114,15 +121,21 @@ pub fn check_resume(p: &Params9, has_caller: bool) -> Result<Option<Value>> {
     Ok(None)
 }
 
-/// What a resume finds of its target's session.
-pub fn resume_refusal(entry: Option<&crate::entry::Entry>) -> &'static str {
+/// What a resume finds of its target's session: the refusal, or `None` when the session can be
+/// resumed as far as its entry goes (whether its child is paused is the registry's).
+pub fn resume_refusal(entry: Option<&crate::entry::Entry>) -> Option<&'static str> {
     match entry {
-        None => RESUME_NEEDS_CHILD,
-        Some(e) if e.get("archivedAt").is_some_and(|v| !v.is_null()) => RESUME_NEEDS_CHILD,
-        Some(e) if crate::entry::str_field(e, "sessionId").is_none() => RESUME_NEEDS_SESSION,
-        // this engine never pauses a child run: nothing is resumable
-        Some(_) => RESUME_NEEDS_PAUSED,
+        None => Some(RESUME_NEEDS_CHILD),
+        Some(e) if e.get("archivedAt").is_some_and(|v| !v.is_null()) => Some(RESUME_NEEDS_CHILD),
+        Some(e) if crate::entry::str_field(e, "sessionId").is_none() => Some(RESUME_NEEDS_SESSION),
+        Some(_) => None,
     }
+}
+
+/// `accepted` for a resume: `{status, mode: "resume", runId, taskRunId, sessionKey, completion: "task"}`.
+pub fn resume_accepted(run_id: &str, task_run_id: &str, session_key: &str) -> Value {
+    json!({"status": "accepted", "mode": "resume", "runId": run_id, "taskRunId": task_run_id,
+           "sessionKey": session_key, "completion": "task"})
 }
 
 /// A failed resume: `{status: error, runId, sessionKey, error}`.

@@ -121,11 +121,9 @@ pub fn read(cfg: &Config, params: &Value, ctx: &ToolContext) -> Checked<SpawnReq
             return Err(Refusal::Payload(refusal("forbidden", allowlist.refusal())));
         }
     }
-    // 2026.9: a forked child must run as the requester's agent
+    // 2026.9 `context: "fork"` (a fork to another agent is refused once the child key exists,
+    // by `orchestrate::spawn`, as 2026.9 refuses it when it prepares the child's context)
     let fork = v9 && params.get("context").and_then(Value::as_str) == Some("fork");
-    if fork && target_agent != requester_agent {
-        return Err(Error::invalid_request(super::spawn9::FORK_SAME_AGENT).into());
-    }
     // 9. the model (DECISIONS.md: outside the catalog is an error)
     let model = read_string(params, "model")
         .or_else(|| cfg.agent(&target_agent).and_then(|a| a.subagent_model.clone()))

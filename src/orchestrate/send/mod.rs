@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 mod flow;
+mod resume9;
 mod route;
 #[cfg(test)]
 mod tests;

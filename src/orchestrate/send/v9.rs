@@ -2,8 +2,9 @@
 //! `tools::send9`, the target as for 2026.1 (or an agent's main session, created on demand), the
 //! 2026.9 refusals (thread sessions, the calling session when waiting), the modes (`notify`
 //! queues the annotated message on the target's transcript for its next turn, `steer` goes
-//! through the host's `steer`, `followup`/default start a run, `resume` is refused with the
-//! gateway's texts: this engine never pauses a child run, so nothing is resumable), every result with a `runId`, `accepted` instead of `timeout` for
+//! through the host's `steer`, `followup`/default start a run, `resume` continues a child paused
+//! in its own `sessions_yield`, as does a send without `mode` to such a child of the caller:
+//! `resume9`), every result with a `runId`, `accepted` instead of `timeout` for
 //! a wait that ran out while the run goes on, `watched` (the requester watches the target,
 //! `orchestrate::watch`), and the reply flow by reply mode: none for a
 //! sub-agent requester, `one-way` (the reply handed once to the requester) for a sub-agent
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::flow::{Flow, Primary};
+use super::resume9;
 use super::{latest_reply, start_checked, Started, WEBCHAT};
 use crate::error::{ErrorCode, Result};
 use crate::host::{Lane, RunOptions};
@@ -80,10 +82,6 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
     if target_entry.is_none() && matches!(p.mode, Some(Mode::Notify | Mode::Steer | Mode::Resume)) {
         return Ok(send9::refused("error", send9::MISSING_SESSION, Some(&display)));
     }
-    if p.mode == Some(Mode::Resume) {
-        return Ok(send9::resume_failed(&display, send9::resume_refusal(target_entry.as_ref())));
-    }
-
     let requester_key = target.requester.key.clone();
     let requester_is_subagent = requester_key.as_deref().is_some_and(keys::is_subagent_key);
     let requester_is_cron = requester_key.as_deref().is_some_and(|k| keys::key_kind(k) == SessionKind::Cron);
@@ -101,6 +99,27 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext) ->
         source_tool: "sessions_send",
     };
     let annotated = send9::annotate(&p.message, &provenance);
+    // `resume`, or a send without `mode` to a paused child of the caller (2026.9 resumes it)
+    let resume = match (p.mode, requester_key.as_deref()) {
+        (Some(Mode::Resume), _) => true,
+        (None, Some(caller)) if ctx.agent_session_key.is_some() && target_entry.is_some() => {
+            resume9::should_auto_resume(orch, &target.key, caller).await?
+        }
+        _ => false,
+    };
+    if resume {
+        let Some(caller) = requester_key.as_deref() else {
+            return Ok(send9::refused("forbidden", send9::RESUME_NEEDS_CALLER, None));
+        };
+        let ask = resume9::ResumeAsk {
+            target_key: &target.key,
+            display: &display,
+            caller,
+            message: annotated,
+            from_run: ctx.run_id.clone(),
+        };
+        return resume9::run(orch, ask, target_entry.as_ref()).await;
+    }
     // `watch`: registered once the message is accepted
     let watch = |target_key: String| {
         let (o, rk) = (orch.clone(), requester_key.clone());

@@ -1,5 +1,6 @@
 //! The completion wait of a child's run (§6.4): when it ends, the record gets `endedAt` and its
-//! outcome, and its announce is recorded in the outbox under the record's idempotency key.
+//! outcome, and its announce is recorded in the outbox under the record's idempotency key
+//! (unless the child is paused in its own `sessions_yield`: `pause`).
 
 use super::*;
 use std::sync::Arc;
@@ -57,6 +58,15 @@ pub(super) fn outcome_of(snap: &RunSnapshot) -> RunOutcome {
 /// when a store error left the record as it was (an announce that could not be recorded is
 /// recorded again by the next open or takeover, which find the record ended).
 pub(super) async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunSnapshot) -> bool {
+    // 2026.9: a child waiting in its own `sessions_yield` for a message is paused, not ended
+    match super::pause::pause_if_yielded(orch, run_id, &snap).await {
+        Ok(true) => return true,
+        Ok(false) => {}
+        Err(e) => {
+            orch.emit("store.error", Some(run_id), None, json!({"error": e.message()}));
+            return false;
+        }
+    }
     let outcome = outcome_of(&snap);
     let (started, ended) = (snap.started_at, snap.ended_at.unwrap_or_else(entry::now_ms));
     let changed = update(orch, run_id, move |r| {

@@ -111,7 +111,14 @@ pub fn close(orch: &Orchestrator) {
 pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<()> {
     let canonical = orch.engine().config().key_model().canonical(key)?;
     let e = orch.engine().clone();
-    let running = blocking(move || e.store().read(|db| db.running_subagent_runs(&canonical))).await?;
+    let running = blocking(move || {
+        e.store().read(|db| {
+            let mut running = db.running_subagent_runs(&canonical)?;
+            running.extend(super::pause::paused_of_requester(db, &canonical)?);
+            Ok(running)
+        })
+    })
+    .await?;
     for rec in running {
         // the record first: the completion wait then finds it ended and announces nothing
         let now = entry::now_ms();
@@ -123,6 +130,7 @@ pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<(
             r.outcome = Some(RunOutcome { status: "error".into(), error: Some(REQUESTER_DELETED.into()) });
             r.announce.status = "skipped".into();
             r.archive_at_ms = None;
+            r.pause_reason = None;
             true
         })
         .await?;

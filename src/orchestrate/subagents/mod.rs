@@ -21,6 +21,7 @@ mod cleanup;
 mod completion;
 mod drain;
 mod lifecycle;
+pub mod pause;
 mod queue;
 mod records;
 pub mod registry;

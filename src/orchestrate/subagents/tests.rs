@@ -166,6 +166,8 @@ async fn trigger_for(config: Value, outcome: Option<RunOutcome>, child_entry: Va
         announce: AnnounceState { status: "pending".into(), attempts: 0, idempotency_key: "k".into() },
         archive_at_ms: None,
         cleanup_completed_at: None,
+        pause_reason: None,
+        task_run_id: None,
     };
     let t = build_trigger(&o, &rec).await.unwrap();
     o.close().await;
@@ -698,6 +700,8 @@ fn imported(run_id: &str, ended: Option<i64>, status: &str) -> SubagentRun {
         // the reference's registration-based archive time, long past
         archive_at_ms: Some(2_000),
         cleanup_completed_at: (status != "pending").then_some(3_000),
+        pause_reason: None,
+        task_run_id: None,
     }
 }
 
