@@ -104,8 +104,8 @@ export async function twoHosts({ db, dir, kills, leaseMs = 5_000, restartLeaseMs
     await gw.kill()
     killed.add(name)
     if (mode === 'import') imports++
-    // taken over by the survivor: B's lease reaped and its runs ended, in one write (before B
-    // starts again, so the survivor is the taker; their announces are checked at the end: the
+    // taken over by the survivor: B's lease reaped and its runs ended, in one write, and its
+    // children's records ended (before B starts again, so the survivor is the taker; their announces are checked at the end: the
     // default queue mode holds an announce while its requester is busy)
     const hid = hostId.replace(/'/g, "''")
     let left = null
@@ -114,9 +114,11 @@ export async function twoHosts({ db, dir, kills, leaseMs = 5_000, restartLeaseMs
         scalars: {
           owners: `SELECT count(*) FROM owners WHERE host_id = '${hid}'`,
           unheld: "SELECT count(*) FROM runs WHERE status = 'running' AND owner NOT IN (SELECT owner_id FROM owners)",
+          // B's children whose run the takeover ended, their records not yet ended by A
+          orphans: "SELECT count(*) FROM subagent_runs s JOIN runs r ON r.run_id = s.run_id WHERE s.ended = 0 AND r.status <> 'running'",
         },
       }).scalars)
-      return s.owners === 0 && s.unheld === 0
+      return s.owners === 0 && s.unheld === 0 && s.orphans === 0
     }, (restarting ? restartLeaseMs : leaseMs) * 3 + 15_000)
     if (taken) takeoverMs.push(Date.now() - t)
     else violations.push(`${name}: its work was not taken over within the wait: ${JSON.stringify(left)} (its leases, runs without a live owner)`)
@@ -189,7 +191,7 @@ export async function twoHosts({ db, dir, kills, leaseMs = 5_000, restartLeaseMs
       const p = l.split(' ')
       if (p[0] === 'ANN') {
         if (!attempts.has(p[1])) attempts.set(p[1], [])
-        attempts.get(p[1]).push({ name, restart: idx >= from && idx < to })
+        attempts.get(p[1]).push({ name, at: Number(p[2]) || 0, restart: idx >= from && idx < to })
       } else if (p[0] === 'EVT' && (p[1] === 'subagent.announced' || p[1] === 'delivery.sent')) {
         const key = p[1] === 'delivery.sent' ? p[3] : subagentKeys.get(p[2])
         if (key) done.set(key, [...(done.get(key) ?? []), name])
@@ -202,6 +204,8 @@ export async function twoHosts({ db, dir, kills, leaseMs = 5_000, restartLeaseMs
   let reattemptedAfterRestart = 0
   let duplicates = 0
   for (const [key, list] of attempts) {
+    // in the order they began (the gateways' lines are read one gateway after another)
+    list.sort((x, y) => x.at - y.at)
     if ((done.get(key) ?? []).length > 1) {
       duplicates++
       violations.push(`announce ${key} (attempted by ${list.map((x) => x.name).join(', ')}) reported done by ${done.get(key).join(', ')}`)

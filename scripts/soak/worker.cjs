@@ -13,7 +13,8 @@
 // and, for the two-host run (scripts/soak/hosts.mjs):
 //   READY <hostId>                both stores are open (hostId: what the engine records as this
 //                                 process's host, /proc boot id + pid namespace)
-//   ANN <idempotencyKey>          an announce attempt began (runAgent on the announce lane, or deliver)
+//   ANN <idempotencyKey> <at>     an announce attempt began at <at> (ms since the epoch; runAgent
+//                                 on the announce lane, or deliver)
 //   EVT <type> <runId|-> <idempotencyKey|-> [error]   subagent.announced, delivery.sent, store.error
 //   DOWN <code> <at> <message>    SOAK_RIDE_OUT=1: a call failed with STORE_ERROR at <at> (ms
 //                                 since the epoch; the server is down); the worker tries again
@@ -45,12 +46,12 @@ async function open(contract) {
       out(`EVT ${ev.type} ${ev.runId ?? '-'} ${ev.idempotencyKey ?? '-'}${error}`)
     },
     runAgent: async (req) => {
-      if (req.lane === 'announce') out(`ANN ${req.idempotencyKey}`)
+      if (req.lane === 'announce') out(`ANN ${req.idempotencyKey} ${Date.now()}`)
       // a child that is to be cancelled runs long enough to be caught running
       await sleep(req.message.includes('slow') ? 400 : Math.random() * 15)
       return { reply: req.lane === 'subagent' ? `done ${req.message}` : 'ANNOUNCE_SKIP', usage: { input: 3, output: 2 } }
     },
-    deliver: async (msg) => out(`ANN ${msg.idempotencyKey}`),
+    deliver: async (msg) => out(`ANN ${msg.idempotencyKey} ${Date.now()}`),
   })
 }
 

@@ -47,13 +47,14 @@ impl Orchestrator {
     pub async fn start(self: &Arc<Self>) -> Result<()> {
         self.report_deprecated();
         self.take_lease().await?;
+        // renewed from now on: the recovery below may take longer than the lease
+        self.start_heartbeat();
         subagents::recover(self).await?;
         yields::recover(self).await?;
         super::watch::install(self);
         let me: Arc<dyn Dispatcher> = self.clone();
         let weak: Weak<dyn Dispatcher> = Arc::downgrade(&me);
         self.outbox.start(weak);
-        self.start_heartbeat();
         Ok(())
     }
     /// Stops runs, the outbox and the sweeper (in-flight runs are recorded as interrupted),

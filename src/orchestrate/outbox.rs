@@ -208,17 +208,31 @@ impl Outbox {
             return;
         }
         let tries = row.attempts + 1;
-        let (e, lease, item, out) = (self.engine.clone(), self.lease.clone(), row.clone(), outcome.clone());
-        // The next due time is read against the lease clock, in the transaction that records it.
-        let stored = blocking(move || {
-            e.store().write(|db| {
-                let now = lease.now(db)?;
-                let (status, next, error) = settlement(&e.config(), &item, &out, tries, now);
-                db.settle_outbox(item.id, status, tries, next, error.as_deref(), now)?;
-                Ok((status, error))
+        // A settlement that could not be written (the database unreachable a moment) would leave
+        // the item held by this live store, unattempted, until its attempt deadline: it is written
+        // again while the outbox is open.
+        let mut pause = Duration::from_millis(200);
+        let stored = loop {
+            let (e, lease, item, out) = (self.engine.clone(), self.lease.clone(), row.clone(), outcome.clone());
+            // The next due time is read against the lease clock, in the transaction that records it.
+            let stored = blocking(move || {
+                e.store().write(|db| {
+                    let now = lease.now(db)?;
+                    let (status, next, error) = settlement(&e.config(), &item, &out, tries, now);
+                    db.settle_outbox(item.id, status, tries, next, error.as_deref(), now)?;
+                    Ok((status, error))
+                })
             })
-        })
-        .await;
+            .await;
+            match stored {
+                Err(err) if !self.closed.load(Ordering::SeqCst) && !self.engine.store().is_closed() => {
+                    d.emit(store_error(&err));
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+                other => break other,
+            }
+        };
         let status = stored.as_ref().map_or("pending", |(status, _)| *status);
         if let Attempt::Retry(why) | Attempt::Failed(why) = &outcome {
             let mut ev = event("delivery.failed", &row);

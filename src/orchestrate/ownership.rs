@@ -2,7 +2,8 @@
 //! third of the setting `ownership.leaseMs`, released by a clean close, and the *takeover pass* that
 //! each open and each heartbeat makes: in one write, renew this lease, reap the owners that
 //! [`Lease::holds`] says are gone, and end their runs as interrupted; then let the sub-agent
-//! registry announce what they left and wake the outbox worker for their pending announces.
+//! registry announce what they left, resume the yields whose resume they cut short, and wake
+//! the outbox worker for their pending announces.
 //!
 //! The rule itself is `crate::owner`'s; the SQL is `src/store/`'s. This module decides when the
 //! pass runs, never whether an owner is gone.
@@ -14,8 +15,8 @@ use serde_json::json;
 
 use super::runs::{RunStatus, INTERRUPTED};
 use super::state::Orchestrator;
-use super::subagents;
 use super::task::blocking;
+use super::{subagents, yields};
 use crate::error::Result;
 
 /// What one takeover pass found.
@@ -30,6 +31,12 @@ pub struct Takeover {
     pub ended: Vec<String>,
 }
 
+impl Takeover {
+    fn took_something(&self) -> bool {
+        !self.reaped.is_empty() || !self.ended.is_empty()
+    }
+}
+
 impl Orchestrator {
     /// Records this store's lease, then takes over what gone owners left (before the sub-agent
     /// recovery and the outbox worker start, so both see it). The start of an open.
@@ -37,9 +44,19 @@ impl Orchestrator {
         self.pass(true).await
     }
 
-    /// One takeover pass (what each heartbeat does): renews the lease, ends the runs of gone
-    /// owners, announces their sub-agents and wakes the outbox for their claims.
+    /// One takeover pass: renews the lease, ends the runs of gone owners, then announces their
+    /// sub-agents and wakes the outbox for their claims (awaited here; the heartbeat does the
+    /// same without waiting for the announcing part).
     pub async fn take_over(self: &Arc<Self>) -> Result<Takeover> {
+        let found = self.renew_and_reap().await?;
+        if found.took_something() {
+            self.adopt_left().await?;
+        }
+        Ok(found)
+    }
+
+    /// The lease's part of a pass: one write.
+    async fn renew_and_reap(&self) -> Result<Takeover> {
         let found = self.pass(false).await?;
         if !found.renewed {
             self.emit(
@@ -49,11 +66,16 @@ impl Orchestrator {
                 json!({"error": "this store's lease had lapsed (it renewed too late); work it held may have been taken over by another owner"}),
             );
         }
-        if !found.reaped.is_empty() || !found.ended.is_empty() {
-            subagents::adopt(self).await?;
-            self.outbox().wake();
-        }
         Ok(found)
+    }
+
+    /// What gone owners left: their sub-agents announced, the yields whose resume they cut short
+    /// resumed again, their outbox claims free.
+    async fn adopt_left(self: &Arc<Self>) -> Result<()> {
+        subagents::adopt(self).await?;
+        yields::adopt(self).await?;
+        self.outbox().wake();
+        Ok(())
     }
 
     async fn pass(&self, first: bool) -> Result<Takeover> {
@@ -77,7 +99,9 @@ impl Orchestrator {
     }
 
     /// Starts the heartbeat: a takeover pass every third of the lease length (read again each
-    /// time, so `setConfig` applies), until [`Orchestrator::release_lease`].
+    /// time, so `setConfig` applies), until [`Orchestrator::release_lease`]. Started as soon as
+    /// the lease is taken, so that a slow open (its recovery) never outlasts the lease, and the
+    /// renewal never waits for the announcing part of a pass.
     pub(super) fn start_heartbeat(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -94,13 +118,28 @@ impl Orchestrator {
                 if me.runs().is_closed() {
                     return;
                 }
-                if let Err(err) = me.take_over().await {
-                    if !me.runs().is_closed() {
-                        me.emit("store.error", None, None, json!({"error": err.message()}));
+                // the renewal is one write of its own; announcing what gone owners left (a read
+                // and writes per record, slow under load) goes on beside the next renewals
+                match me.renew_and_reap().await {
+                    Ok(found) if found.took_something() => {
+                        let adopter = me.clone();
+                        tokio::spawn(async move {
+                            if let Err(err) = adopter.adopt_left().await {
+                                adopter.report(&err);
+                            }
+                        });
                     }
+                    Ok(_) => {}
+                    Err(err) => me.report(&err),
                 }
             }
         });
+    }
+
+    fn report(&self, err: &crate::error::Error) {
+        if !self.runs().is_closed() {
+            self.emit("store.error", None, None, json!({"error": err.message()}));
+        }
     }
 
     /// Stops the heartbeat and ends the lease at once (the clean close): this store's claims are

@@ -242,3 +242,50 @@ async fn a_clean_close_frees_the_claims_at_once_at(path: &str) {
     assert_eq!(owners, [json!(o2.lease().id())], "o1's lease is gone");
     o2.close().await;
 }
+
+/// A host whose resume turns (after `sessions_yield`) never answer.
+fn resumes_hang() -> Arc<FakeHost> {
+    Arc::new(FakeHost::new(|req| {
+        Box::pin(async move {
+            if req.message.contains("[Context:") {
+                std::future::pending::<()>().await;
+            }
+            Ok(json!({"reply": "ok"}))
+        })
+    }))
+}
+
+async fn open9_as(path: &str, lease: Lease, host: Arc<FakeHost>) -> Arc<Orchestrator> {
+    let json = json!({"session": {"outbox": {"backoffMs": 10}}});
+    let config = crate::config::Config::from_json_for(&json, crate::contract::Contract::V2026_9).unwrap();
+    let engine = crate::engine::Engine::new(Store::open(path).unwrap(), config, None);
+    let o = Orchestrator::with_lease(Arc::new(engine), host, lease);
+    o.start().await.unwrap();
+    o
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_a_gone_owner_cut_short_is_resumed_by_the_store_that_takes_over() {
+    let path = tmp_db();
+    let (t, clock) = clock();
+    let (h1, h2) = (resumes_hang(), replying());
+    let o1 = open9_as(&path, Lease::new(here("host-a", 1), clock.clone()), h1.clone()).await;
+    let o2 = open9_as(&path, Lease::new(here("host-b", 2), clock), h2.clone()).await;
+    let main = json!({"agentSessionKey": "agent:main:main"});
+    o1.tool(crate::tools::Tool::SessionsSpawn, json!({"task": "t"}), main.clone(), false).await.unwrap();
+    let out = o1.tool(crate::tools::Tool::SessionsYield, json!({}), main, false).await.unwrap();
+    assert_eq!(out["status"], "yielded");
+    let resumes = |h: &FakeHost| -> Vec<String> {
+        h.requests().into_iter().filter(|r| r.message.contains("[Context:")).map(|r| r.idempotency_key).collect()
+    };
+    until("o1 resumes the yield", || !resumes(&h1).is_empty()).await;
+    // o1 stops without a word: o2 takes its runs over once its lease has expired, the resume
+    // run among them, and resumes the yield again under the same key (not waiting for an open)
+    t.fetch_add(LEASE_MS + 1, Ordering::SeqCst);
+    assert!(!o2.take_over().await.unwrap().ended.is_empty());
+    until("o2 resumes the yield again", || !resumes(&h2).is_empty()).await;
+    assert_eq!(resumes(&h2), resumes(&h1));
+    until("resumed", || o2.engine().store().read(|db| db.open_yields()).unwrap().is_empty()).await;
+    o2.close().await;
+    o1.close().await;
+}

@@ -355,6 +355,8 @@ async fn concurrent_spawns_from_two_stores_on_one_file_cannot_get_past_max_activ
         }
     }
     assert_eq!(accepted, 3);
+    // each accepted child's run reaches the host on a task of its own, a moment after the answer
+    until("the three runs reach the hosts", || hosts.iter().map(|h| h.requests().len()).sum::<usize>() >= 3).await;
     assert_eq!(hosts.iter().map(|h| h.requests().len()).sum::<usize>(), 3);
     assert_eq!(subagents::list(&a, Some("agent:main:main")).unwrap().len(), 3);
     // every refused spawn took its child entry away again

@@ -473,32 +473,7 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     // ended and announces nothing, here or in any other process
     let (e, run_id, id) = (orch.engine().clone(), target.run_id.clone().unwrap_or_default(), target.task_id.clone());
     let now = entry::now_ms();
-    let done = blocking(move || {
-        e.store().write(|db| {
-            let Some(mut t) = db.task_run(&id)? else { return Ok(false) };
-            if is_terminal(&t.status) {
-                return Ok(false);
-            }
-            if let Some(mut r) = db.subagent_run(&run_id)? {
-                if r.ended_at.is_none() {
-                    r.ended_at = Some(now);
-                    r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
-                    r.announce.status = "skipped".into();
-                    r.archive_at_ms = None;
-                    r.pause_reason = None;
-                    db.put_subagent_run(&r)?;
-                }
-            }
-            t.status = "cancelled".into();
-            t.delivery_status = Some("not_applicable".into());
-            t.error = Some(CANCELLED.into());
-            t.ended_at = Some(now);
-            t.last_event_at = Some(now);
-            db.put_task_run(&t)?;
-            Ok(true)
-        })
-    })
-    .await?;
+    let done = blocking(move || e.store().write(|db| cancel_in(db, &id, &run_id, now))).await?;
     if !done {
         return Ok(
             json!({"status": "error", "taskId": task_id, "found": true, "cancelled": false, "reason": ALREADY_TERMINAL}),
@@ -526,6 +501,36 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     );
     yields::check(orch, &target.owner_key).await;
     Ok(json!({"status": "cancelled", "taskId": task_id, "found": true, "cancelled": true}))
+}
+
+/// The cancel of task `task_id` (child run `run_id`) in one write: the task row and the child's
+/// record end as cancelled, and the record's announce is skipped. `false` when the task has
+/// ended, or when the child's record has (its completion committed first, perhaps in another
+/// process, after the task row was read): the completion stands and is announced. Whichever of
+/// the cancel and the completion commits first wins; the other finds it ended.
+pub(crate) fn cancel_in(db: &Db<'_>, task_id: &str, run_id: &str, now: i64) -> Result<bool> {
+    let Some(mut t) = db.task_run(task_id)? else { return Ok(false) };
+    if is_terminal(&t.status) {
+        return Ok(false);
+    }
+    if let Some(mut r) = db.subagent_run(run_id)? {
+        if r.ended_at.is_some() {
+            return Ok(false);
+        }
+        r.ended_at = Some(now);
+        r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
+        r.announce.status = "skipped".into();
+        r.archive_at_ms = None;
+        r.pause_reason = None;
+        db.put_subagent_run(&r)?;
+    }
+    t.status = "cancelled".into();
+    t.delivery_status = Some("not_applicable".into());
+    t.error = Some(CANCELLED.into());
+    t.ended_at = Some(now);
+    t.last_event_at = Some(now);
+    db.put_task_run(&t)?;
+    Ok(true)
 }
 
 /// An orchestrator under the 2026.9 contract over a fake host (the tests of this module and of

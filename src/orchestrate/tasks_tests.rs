@@ -473,3 +473,51 @@ async fn a_task_reports_its_execution_running_waiting_on_its_children_then_finis
     assert_eq!(task_of_run(&list, &child_run, &o)["execution"], json!({"state": "finished"}));
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_that_commits_before_the_cancel_stands_and_the_cancel_is_refused() {
+    a_completion_that_commits_before_the_cancel_stands_and_the_cancel_is_refused_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_that_commits_before_the_cancel_stands_and_the_cancel_is_refused_on_postgres() {
+    a_completion_that_commits_before_the_cancel_stands_and_the_cancel_is_refused_at(&testdb::fresh_url()).await
+}
+
+/// The soak's PostgreSQL case, in a fixed order: the cancel read the task row while the child
+/// ran; the child's completion (here, or in another process) committed; then the cancel's write.
+async fn a_completion_that_commits_before_the_cancel_stands_and_the_cancel_is_refused_at(db: &str) {
+    let (child_gate, child_rx) = watch::channel(false);
+    let (announce_gate, announce_rx) = watch::channel(false);
+    let host = Arc::new(FakeHost::new(move |req| {
+        let (mut child, mut announce) = (child_rx.clone(), announce_rx.clone());
+        Box::pin(async move {
+            match req.options.lane {
+                Lane::Subagent => drop(child.wait_for(|open| *open).await),
+                Lane::Announce => drop(announce.wait_for(|open| *open).await),
+                Lane::Nested => {}
+            }
+            Ok(json!({"reply": "done"}))
+        })
+    }));
+    let o = open_at(db, json!({}), host.clone()).await;
+    let run = str_of(&spawn(&o, json!({"task": "slow"}), main_ctx()).await, "runId");
+    let list = tool(&o, json!({}), main_ctx()).await;
+    let id = task_of_run(&list, &run, &o)["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(task_of_run(&list, &run, &o)["status"], "running");
+
+    child_gate.send(true).unwrap();
+    until("the completion is recorded", || record(&o, &run).is_some_and(|r| r.ended_at.is_some())).await;
+    let now = crate::entry::now_ms();
+    let cancelled = o.engine().store().write(|db| cancel_in(db, &id, &run, now)).unwrap();
+    assert!(!cancelled, "the cancel must see the completion that committed first");
+    let rec = record(&o, &run).unwrap();
+    assert_eq!((rec.outcome.unwrap().status.as_str(), rec.announce.status.as_str()), ("ok", "pending"));
+
+    announce_gate.send(true).unwrap();
+    until("the completion is delivered", || record(&o, &run).is_some_and(|r| r.announce.status == "delivered")).await;
+    assert_eq!(requests_in(&host, Lane::Announce).len(), 1);
+    let again = tool(&o, json!({"action": "cancel", "taskId": id}), main_ctx()).await;
+    assert_eq!(again["reason"], "Task is already terminal.");
+    o.close().await;
+}

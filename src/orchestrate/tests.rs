@@ -165,3 +165,28 @@ fn only_the_kinds_a_store_can_attempt_are_claimed_and_a_live_owners_claim_is_lef
         assert_eq!(freed.len(), 1, "{on:?}: released");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_whose_outcome_could_not_be_written_is_recorded_once_the_store_answers_again() {
+    let (gate, rx) = tokio::sync::watch::channel(false);
+    let host = Arc::new(FakeHost::replying("x").with_deliver(move |_| {
+        let mut gate = rx.clone();
+        Box::pin(async move {
+            let _ = gate.wait_for(|open| *open).await;
+            Ok(())
+        })
+    }));
+    let orch = open(&temp_db(), json!({}), host.clone());
+    orch.start().await.unwrap();
+    orch.outbox.enqueue("k9", A2A_ANNOUNCE, Some("agent:main:discord:group:dev"), &payload("k9")).unwrap();
+    until(|| (!host.deliveries().is_empty()).then_some(())).await;
+    // the delivery succeeds while the store refuses every write: its outcome cannot be recorded
+    orch.engine().store().inject_fault(Some(crate::store::Fault::ReadOnly)).unwrap();
+    gate.send(true).unwrap();
+    until(|| host.events().iter().any(|e| e.kind == "store.error").then_some(())).await;
+    orch.engine().store().inject_fault(None).unwrap();
+    // left claimed by this live store, nobody would try it again before the attempt deadline
+    until(|| (item(&orch, "k9").status == "delivered").then_some(())).await;
+    assert_eq!(host.deliveries().len(), 1);
+    orch.close().await;
+}

@@ -11,7 +11,8 @@
 //! claimed children is undelivered any more, [`check`] moves the yield to `resuming` and starts
 //! one resume run on the session (its message is the private `message` with the 2026.9
 //! context line); when that run ends the yield is `resumed`. A resume run cut short by a
-//! restart is started again by the next open ([`recover`]). Nothing here decides how a
+//! restart is started again by the next open ([`recover`]), or by the store that takes over
+//! from its gone owner ([`adopt`]). Nothing here decides how a
 //! completion is delivered: that is the sub-agent registry's.
 
 use std::collections::HashSet;
@@ -405,6 +406,16 @@ fn await_resume(orch: &Arc<Orchestrator>, yield_id: String, run_id: String) {
 /// run is still going (another live store) or ended is waited for or settled; every waiting
 /// yield is checked.
 pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
+    pass(orch, true).await
+}
+
+/// After a takeover pass ended a gone owner's runs (API.md §1.7): the yields whose resume run
+/// it cut short are resumed again, as on open; runs still going are left to their owners.
+pub async fn adopt(orch: &Arc<Orchestrator>) -> Result<()> {
+    pass(orch, false).await
+}
+
+async fn pass(orch: &Arc<Orchestrator>, on_open: bool) -> Result<()> {
     let e = orch.engine().clone();
     let open = blocking(move || e.store().read(|db| db.open_yields())).await?;
     let mut sessions: Vec<String> = Vec::new();
@@ -418,7 +429,11 @@ pub async fn recover(orch: &Arc<Orchestrator>) -> Result<()> {
                 None => None,
             };
             match run {
-                Some(r) if r.status == "running" => await_resume(orch, y.yield_id.clone(), r.run_id),
+                Some(r) if r.status == "running" => {
+                    if on_open {
+                        await_resume(orch, y.yield_id.clone(), r.run_id)
+                    }
+                }
                 Some(r) if r.error.as_deref() != Some(INTERRUPTED) => {
                     let (e, id) = (orch.engine().clone(), y.yield_id.clone());
                     blocking(move || {

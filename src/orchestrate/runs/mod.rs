@@ -479,10 +479,24 @@ impl Runs {
             Outcome::Timeout(e) => (RunStatus::Timeout, Some(e)),
             Outcome::Dropped => return,
         };
-        let e = engine.clone();
-        let (rid, err) = (run_id.to_owned(), error.clone());
-        let stored =
-            blocking(move || e.store().write(|db| db.finish_run(&rid, status.as_str(), ended, err.as_deref()))).await;
+        // A run left `running` in the store would hold its session (an announce queued behind it
+        // waits for it) until this store closes: a failed write (the database unreachable a
+        // moment) is tried again while the store is open.
+        let mut pause = Duration::from_millis(200);
+        let stored = loop {
+            let (e, rid, err) = (engine.clone(), run_id.to_owned(), error.clone());
+            let stored =
+                blocking(move || e.store().write(|db| db.finish_run(&rid, status.as_str(), ended, err.as_deref())))
+                    .await;
+            match stored {
+                Err(e) if !self.closed.load(AtomicOrdering::SeqCst) && !engine.store().is_closed() => {
+                    host.emit(event("store.error", run_id, session_key, json!({"error": e.message()})));
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+                other => break other,
+            }
+        };
         match stored {
             Err(e) => host.emit(event("store.error", run_id, session_key, json!({"error": e.message()}))),
             // another owner took the run over first (this store's lease had lapsed): its end stands

@@ -1,9 +1,13 @@
 //! Waiting for a run (`agent.wait`): its outcome, or `timeout` when it has not ended in time;
-//! runs of an earlier process answer from the store.
+//! runs of an earlier process or another store answer from the store, read again at most a
+//! second apart while they go on.
 
 use std::sync::Arc;
 
 use super::*;
+
+/// The longest pause between two reads of a run another store executes.
+const FOREIGN_POLL_MAX: Duration = Duration::from_secs(1);
 
 impl Runs {
     /// `agent.wait`: the run's outcome, or `timeout` when it has not ended within `timeout_ms`
@@ -32,15 +36,23 @@ impl Runs {
                 Err(_) => RunSnapshot { started_at, ..pending },
             });
         }
-        match self.stored(engine, run_id).await? {
-            Some(s) if s.status != RunStatus::Running => Ok(s),
-            other => {
-                tokio::time::sleep(Duration::from_millis(timeout_ms.min(60_000))).await;
-                match self.stored(engine, run_id).await? {
-                    Some(s) if s.status != RunStatus::Running => Ok(s),
-                    _ => Ok(RunSnapshot { started_at: other.and_then(|o| o.started_at), ..pending }),
-                }
+        // a run of another store (another process, or one whose owner is gone and is about to
+        // be taken over): its end is only in the store, so it is read again and again, soon at
+        // first, then every second, until the wait's time is up
+        let end = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.min(60_000));
+        let mut step = Duration::from_millis(50);
+        let mut started_at = None;
+        loop {
+            match self.stored(engine, run_id).await? {
+                Some(s) if s.status != RunStatus::Running => return Ok(s),
+                other => started_at = other.and_then(|o| o.started_at).or(started_at),
             }
+            let now = tokio::time::Instant::now();
+            if now >= end {
+                return Ok(RunSnapshot { started_at, ..pending });
+            }
+            tokio::time::sleep(step.min(end - now)).await;
+            step = (step * 2).min(FOREIGN_POLL_MAX);
         }
     }
 

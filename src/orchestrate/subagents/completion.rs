@@ -29,8 +29,17 @@ pub(super) fn arm_completion(orch: &Arc<Orchestrator>, run_id: String) {
                 return;
             }
         };
-        if let Some(orch) = weak.upgrade() {
-            run_ended(&orch, &run_id, snap).await;
+        // while this store lives, nobody else records this end (the run is its own, see
+        // `lifecycle`): a write that failed (the database unreachable a moment) is tried again
+        let mut pause = Duration::from_millis(200);
+        loop {
+            let Some(orch) = weak.upgrade() else { return };
+            if run_ended(&orch, &run_id, snap.clone()).await {
+                return;
+            }
+            drop(orch);
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(5));
         }
     });
 }
@@ -45,15 +54,17 @@ pub(super) fn outcome_of(snap: &RunSnapshot) -> RunOutcome {
 }
 
 /// The child run ended: `endedAt`/`outcome` recorded (unless something else ended the record
-/// first, e.g. its requester's deletion), then the announce is recorded in the outbox.
-pub(super) async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunSnapshot) {
+/// first, e.g. its requester's deletion), then the announce is recorded in the outbox. `false`
+/// when a store error left the record as it was (an announce that could not be recorded is
+/// recorded again by the next open or takeover, which find the record ended).
+pub(super) async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunSnapshot) -> bool {
     // 2026.9: a child waiting in its own `sessions_yield` for a message is paused, not ended
     match super::pause::pause_if_yielded(orch, run_id, &snap).await {
-        Ok(true) => return,
+        Ok(true) => return true,
         Ok(false) => {}
         Err(e) => {
             orch.emit("store.error", Some(run_id), None, json!({"error": e.message()}));
-            return;
+            return false;
         }
     }
     let outcome = outcome_of(&snap);
@@ -69,24 +80,37 @@ pub(super) async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunS
         true
     })
     .await;
-    match changed {
-        Ok(Some(rec)) => enqueue_announce(orch, &rec).await,
-        Ok(None) => {}
-        Err(e) => orch.emit("store.error", Some(run_id), None, json!({"error": e.message()})),
-    }
+    let rec = match changed {
+        Ok(Some(rec)) => rec,
+        // ended already: by something else (its announce is that one's), or by an earlier try
+        // of this one whose announce could not be recorded (recorded now; a no-op otherwise)
+        Ok(None) => match load(orch, run_id).await {
+            Ok(Some(rec)) if rec.ended_at.is_some() && rec.announce.status == "pending" => rec,
+            Ok(_) => return true,
+            Err(e) => {
+                orch.emit("store.error", Some(run_id), None, json!({"error": e.message()}));
+                return false;
+            }
+        },
+        Err(e) => {
+            orch.emit("store.error", Some(run_id), None, json!({"error": e.message()}));
+            return false;
+        }
+    };
+    enqueue_announce(orch, &rec).await
 }
 
 /// Records the announce of an ended child in the outbox (a no-op when it is there already; an
 /// item that already reached its final status is settled on the record, for a process that
-/// stopped between the two).
-pub(super) async fn enqueue_announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) {
+/// stopped between the two). `false` when a store error left it unrecorded.
+pub(super) async fn enqueue_announce(orch: &Arc<Orchestrator>, rec: &SubagentRun) -> bool {
     if rec.announce.status == "skipped" && rec.ended_at.is_some() {
         // no completion was asked for (2026.9 `expectsCompletionMessage: false`): clean up now
         super::cleanup::finalize(orch, rec.clone()).await;
-        return;
+        return true;
     }
     if rec.announce.status != "pending" {
-        return;
+        return true;
     }
     let (e, outbox) = (orch.engine().clone(), orch.outbox().clone());
     let (key, requester, run_id) =
@@ -101,10 +125,12 @@ pub(super) async fn enqueue_announce(orch: &Arc<Orchestrator>, rec: &SubagentRun
     })
     .await;
     match done {
-        Ok(Some(item)) => {
-            settle(orch, &rec.run_id, &item.status, item.attempts).await;
-        }
+        Ok(Some(item)) => settle(orch, &rec.run_id, &item.status, item.attempts).await,
         Ok(None) => {}
-        Err(e) => orch.emit("store.error", Some(&rec.run_id), None, json!({"error": e.message()})),
+        Err(e) => {
+            orch.emit("store.error", Some(&rec.run_id), None, json!({"error": e.message()}));
+            return false;
+        }
     }
+    true
 }

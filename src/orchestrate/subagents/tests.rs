@@ -840,3 +840,71 @@ async fn a_store_opening_leaves_a_child_a_live_store_just_ended_to_that_store_at
     b.close().await;
     a.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends() {
+    a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_at(&tmp_db()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_on_postgres() {
+    a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_at(&testdb::fresh_url()).await
+}
+
+/// An announce queued behind its requester's active run waits for that run to end; when the run
+/// is another store's (another gateway's, or a killed one's that the takeover ends), the wait
+/// used to sleep its whole 60 s slice before reading the store again.
+async fn a_wait_for_another_stores_run_sees_its_end_soon_after_it_ends_at(db: &str) {
+    let (gate, rx) = tokio::sync::watch::channel(false);
+    let a = open_at(db, json!({}), gated_host(rx)).await;
+    let b = open_at(db, json!({}), replying_host()).await;
+    let run = busy_run(&a, "agent:main:main");
+    let (runs, engine, id) = (b.runs().clone(), b.engine().clone(), run.clone());
+    let waiting = tokio::spawn(async move { runs.wait(&engine, &id, WAIT_SLICE_MS).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    gate.send(true).unwrap();
+    until("the other store's wait has the run's end", || waiting.is_finished()).await;
+    let snap = waiting.await.unwrap().unwrap();
+    assert_eq!((snap.run_id.as_str(), snap.status), (run.as_str(), crate::orchestrate::runs::RunStatus::Ok));
+    b.close().await;
+    a.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_whose_write_failed_is_recorded_once_the_store_answers_again() {
+    let (gate, rx) = tokio::sync::watch::channel(false);
+    let host = gated_children(rx);
+    let o = open_at(&tmp_db(), json!({}), host.clone()).await;
+    let out =
+        spawn(&o, json!({"task": "count", "cleanup": "keep"}), json!({"agentSessionKey": "agent:main:main"})).await;
+    let run_id = str_of(&out, "runId");
+    // every write fails while the child ends: its run's end, then its record's
+    o.engine().store().inject_fault(Some(crate::store::Fault::ReadOnly)).unwrap();
+    gate.send(true).unwrap();
+    let failed =
+        || host.events().iter().filter(|e| e.kind == "store.error" && e.run_id.as_deref() == Some(&run_id)).count();
+    until("the completion's write failed", || failed() >= 2).await;
+    o.engine().store().inject_fault(None).unwrap();
+    // no other store will record it while this one lives: it tries again itself
+    until("the child is announced", || announced(&o, &run_id)).await;
+    assert_eq!(requests_in(&host, Lane::Announce).len(), 1);
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_end_could_not_be_written_is_recorded_once_the_store_answers_again() {
+    let (gate, rx) = tokio::sync::watch::channel(false);
+    let host = gated_host(rx);
+    let o = open_at(&tmp_db(), json!({}), host.clone()).await;
+    let run = busy_run(&o, "agent:main:main");
+    until("the run started", || !host.requests().is_empty()).await;
+    o.engine().store().inject_fault(Some(crate::store::Fault::ReadOnly)).unwrap();
+    gate.send(true).unwrap();
+    let failed = || host.events().iter().any(|e| e.kind == "store.error" && e.run_id.as_deref() == Some(&run));
+    until("the run's end could not be written", failed).await;
+    o.engine().store().inject_fault(None).unwrap();
+    // left `running`, it would hold the session (announces queue behind it) until the close
+    let ended = || o.engine().store().read(|db| db.run(&run)).unwrap().is_some_and(|r| r.status != "running");
+    until("the run's end is recorded", ended).await;
+    o.close().await;
+}
