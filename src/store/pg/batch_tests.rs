@@ -228,7 +228,9 @@ fn a_postgres_batch_holds_the_write_lock_until_its_commit() {
     let held = other
         .read(|db| {
             db.count(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+                // the write lock's key, 0x7365_7373_746f_6f6c, in its two halves
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND classid = 1936028531 AND objid = 1953460076 AND objsubid = 1",
                 args![],
             )
         })
