@@ -641,3 +641,42 @@ fn a_folder_moved_through_postgres_comes_out_as_it_does_through_sqlite() {
     assert_eq!(pg.2, lite.2, "the stores");
     assert_eq!(pg.3, lite.3, "the exported files, byte for byte");
 }
+
+#[test]
+fn a_large_transcript_exports_from_postgresql_byte_for_byte_as_from_sqlite() {
+    // more rows than one streamed chunk many times over, some of them large and multi-byte
+    let root = tmp("big");
+    write(
+        &root,
+        "agents/main/sessions/sessions.json",
+        r#"{"agent:main:main": {"sessionId": "big", "updatedAt": 1700000000000}}"#,
+    );
+    let mut entries = Vec::new();
+    let mut parent: Option<String> = None;
+    for i in 0..3000 {
+        let id = format!("e{i}");
+        let text =
+            if i % 97 == 0 { "ü€😀 ".repeat(2000) } else { format!("message {i} «{}»", "x".repeat(i % 300)) };
+        entries.push(m(&id, parent.as_deref(), &text));
+        parent = Some(id);
+    }
+    write(&root, "agents/main/sessions/big.jsonl", &v3("big", &entries));
+    let mut exports = Vec::new();
+    // one folder for both (paths in sessions.json name it)
+    let out = tmp("big-out");
+    for store in testdb::stores() {
+        let r = import_state_dir(&store, &km(), None, &root, 99).unwrap();
+        assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+        let ex = export_state_dir(&store, &km(), &out, None).unwrap();
+        assert_eq!((ex.sessions, ex.messages), (1, 3000), "{}", store.path());
+        exports.push(snapshot(&out));
+        fs::remove_dir_all(&out).unwrap();
+    }
+    fs::remove_dir_all(&root).unwrap();
+    let [lite, pg] = [&exports[0], &exports[1]];
+    assert_eq!(lite.keys().collect::<Vec<_>>(), pg.keys().collect::<Vec<_>>());
+    for (path, bytes) in lite {
+        assert!(bytes == &pg[path], "{path} differs between the SQLite and the PostgreSQL export");
+    }
+    assert!(lite["agents/main/sessions/big.jsonl"].len() > 1_000_000);
+}

@@ -100,7 +100,10 @@ async fn tries_stop_at_max_attempts_and_a_denied_session_is_skipped_without_a_ca
     until(|| (item(&orch, "k2").status == "failed").then_some(())).await;
     assert_eq!(item(&orch, "k2").attempts, 3);
     assert_eq!(item(&orch, "k2").last_error.as_deref(), Some("always down"));
-    let last = host.events().into_iter().rfind(|e| e.kind == "delivery.failed").unwrap();
+    // the event follows the commit that recorded the outcome: wait for it, not only for the row
+    let last =
+        until(|| host.events().into_iter().rfind(|e| e.kind == "delivery.failed" && e.details["attempt"] == json!(3)))
+            .await;
     assert_eq!(last.details["final"], json!(true));
 
     orch.engine.upsert_session(&json!("agent:main:quiet"), &json!({"sendPolicy": "deny"})).unwrap();

@@ -145,7 +145,9 @@ impl<'c> Db<'c> {
         Ok(out)
     }
 
-    /// Calls `f` on each row of a query, in order, until it answers `false`.
+    /// Calls `f` on each row of a query, in order, until it answers `false`. On PostgreSQL a
+    /// large result comes in bounded chunks (never held whole), and `f` must not run statements
+    /// of its own while it does (that is refused with an internal error).
     pub fn each(
         &self,
         sql: &'static str,
@@ -163,13 +165,7 @@ impl<'c> Db<'c> {
                     }
                 }
             }
-            Conn::Pg(tx) => {
-                for r in tx.query(sql, &args, &[])? {
-                    if !f(&Row::Pg(&r))? {
-                        break;
-                    }
-                }
-            }
+            Conn::Pg(tx) => tx.each(sql, &args, |r| f(&Row::Pg(r)))?,
         }
         Ok(())
     }
@@ -198,6 +194,15 @@ impl<'c> Db<'c> {
                 Ok(n)
             }
             Conn::Pg(tx) => tx.copy_in(copy, types, args),
+        }
+    }
+
+    /// The database server's clock (ms since the epoch) as this transaction reads it, on
+    /// PostgreSQL; `None` on SQLite.
+    pub(super) fn server_clock_ms(&self) -> Result<Option<i64>> {
+        match self.conn {
+            Conn::Lite(_) => Ok(None),
+            Conn::Pg(tx) => tx.server_now().map(Some),
         }
     }
 

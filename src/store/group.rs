@@ -127,11 +127,9 @@ impl Store {
     /// Runs the jobs of one batch on the writer thread (see the module header) and delivers
     /// their outcomes once they hold.
     fn run_batch(&self, jobs: Vec<(GroupJob, Deliver)>) {
-        if self.pg.is_some() {
-            // PostgreSQL: each job is its own transaction (its `write` opens it).
-            for (job, deliver) in jobs {
-                deliver(job());
-            }
+        if let Some(pg) = &self.pg {
+            // PostgreSQL: the same, on a connection of the pool (see `pg::batch`)
+            pg.run_batch(jobs);
             return;
         }
         let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());

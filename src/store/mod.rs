@@ -337,11 +337,7 @@ impl Store {
             if inline_mode() {
                 return Err(would_block());
             }
-            let v = pg.write(f)?;
-            if let Some(after) = after {
-                after(&v);
-            }
-            return Ok(v);
+            return pg.write_then(f, after);
         }
         if self.in_batch() {
             if let Some(out) = self.write_in_batch(&mut f, after) {

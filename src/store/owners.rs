@@ -9,7 +9,7 @@
 //! rule (expiry, or a dead process on this host) is `crate::owner`'s, which tells this module
 //! which rows to delete.
 
-use super::{Db, Dialect};
+use super::Db;
 use crate::args;
 use crate::error::Result;
 
@@ -28,18 +28,13 @@ pub struct OwnerRecord {
     pub expires_at: i64,
 }
 
-/// The server's time in ms since the epoch, read in one round trip.
-const SERVER_NOW: &str = "SELECT CAST(floor(extract(epoch from clock_timestamp()) * 1000) AS BIGINT)";
-
 impl Db<'_> {
     /// The time (ms since the epoch) on the database's own clock, when every process on the
     /// database shares one: PostgreSQL's (the server's, whatever the clocks of the hosts
     /// connected to it say); `None` on SQLite, whose processes share this machine's clock.
     pub fn shared_clock_ms(&self) -> Result<Option<i64>> {
-        match self.dialect() {
-            Dialect::Sqlite => Ok(None),
-            Dialect::Postgres => self.row(SERVER_NOW, args![], |r| r.get::<i64>(0)),
-        }
+        // PostgreSQL's is read as its transactions open (see `pg::tx`): no round trip of its own
+        self.server_clock_ms()
     }
 
     /// The time leases on this database are read against: [`Db::shared_clock_ms`] when there

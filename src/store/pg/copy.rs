@@ -25,15 +25,15 @@ impl PgTx<'_> {
             return Err(Error::store("internal error: a COPY was given a value of the wrong type"));
         }
         let pg_types: Vec<_> = types.iter().map(|t| t.pg()).collect();
-        self.rt.block_on(async {
-            let st = self.tx.prepare_cached(copy).await.map_err(|e| self.fail(e))?;
-            let sink = self.tx.copy_in(&st).await.map_err(|e| self.fail(e))?;
+        self.with_client(|client| async move {
+            let st = client.prepare_cached(copy).await?;
+            let sink = client.copy_in(&st).await?;
             let mut writer = pin!(BinaryCopyInWriter::new(sink, &pg_types));
             for row in args.chunks(width) {
                 let values: Vec<&(dyn ToSql + Sync)> = row.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-                writer.as_mut().write(&values).await.map_err(|e| self.fail(e))?;
+                writer.as_mut().write(&values).await?;
             }
-            writer.as_mut().finish().await.map_err(|e| self.fail(e))
+            writer.as_mut().finish().await
         })
     }
 }

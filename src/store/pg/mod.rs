@@ -7,11 +7,15 @@
 //! round trip. A write transaction first takes one transaction-scoped advisory lock, so writes
 //! are serialised across every process and host on the database exactly as SQLite serialises
 //! them on one file (the engine's read-check-write rules stay one transaction each); reads run
-//! in `REPEATABLE READ READ ONLY` snapshots and never wait for writers. A connection the server
+//! in `REPEATABLE READ READ ONLY` snapshots and never wait for writers. How a transaction saves
+//! round trips is `tx`'s; how concurrent writes share one is `batch`'s. A connection the server
 //! dropped (a restart) is replaced on the next call; a write that failed before its commit was
 //! sent is tried again once on a fresh connection. This module never decides what a statement
 //! says.
 
+mod batch;
+#[cfg(test)]
+mod batch_tests;
 mod blocking;
 #[cfg(test)]
 mod blocking_tests;
@@ -26,20 +30,20 @@ mod tests;
 mod tls;
 #[cfg(test)]
 mod tls_tests;
+mod tx;
 
 use std::mem::ManuallyDrop;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::IsolationLevel;
+use tokio_postgres::types::ToSql;
 
 pub use listen::Waker;
+pub use tx::PgTx;
 
 use self::blocking::PgRuntime;
-use super::value::Arg;
+use self::tx::Begin;
 use super::Db;
 use crate::error::{Error, Result};
 
@@ -81,14 +85,6 @@ impl Drop for PgStore {
         let rt = unsafe { ManuallyDrop::take(&mut self.rt) };
         rt.0.shutdown_background();
     }
-}
-
-/// One transaction on a pooled connection (see [`Db`]).
-pub struct PgTx<'c> {
-    tx: deadpool_postgres::Transaction<'c>,
-    rt: &'c PgRuntime,
-    /// Set when a statement found the connection closed: the write may be tried again.
-    broken: AtomicBool,
 }
 
 impl PgStore {
@@ -168,23 +164,19 @@ impl PgStore {
     }
 
     /// Runs `f` in one write transaction (holding the write lock), committed when `f` returns
-    /// `Ok`, rolled back otherwise.
+    /// `Ok`, rolled back otherwise. Inside a group-commit batch on this thread, use
+    /// [`write_then`](Self::write_then) (see `batch`).
     pub fn write<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>) -> Result<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let mut client = self.client()?;
-            let tx = self.rt.block_on(client.transaction()).map_err(|e| self.error(e))?;
-            let ptx = PgTx { tx, rt: &self.rt, broken: AtomicBool::new(false) };
-            let out = ptx.lock_writes().and_then(|()| f(&Db::pg(&ptx)));
-            let broken = ptx.broken.load(Ordering::Relaxed);
+            let conn = self.conn()?;
+            let tx = PgTx::new(&conn, Begin::Write);
+            let out = f(&Db::pg(&tx));
             match out {
-                Ok(v) => {
-                    return self.rt.block_on(ptx.tx.commit()).map(|()| v).map_err(|e| self.error(e));
-                }
+                Ok(v) => return tx.commit().map(|()| v),
                 Err(e) => {
-                    let _ = self.rt.block_on(ptx.tx.rollback());
-                    if !(broken && attempt < WRITE_TRIES) {
+                    if !(tx.broken() && attempt < WRITE_TRIES) {
                         return Err(e);
                     }
                 }
@@ -192,23 +184,15 @@ impl PgStore {
         }
     }
 
-    /// Runs `f` in one read-only snapshot.
+    /// Runs `f` in one read-only snapshot (inside a batch on this thread: in the batch's
+    /// transaction).
     pub fn read<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
-        let mut client = self.client()?;
-        let tx = self
-            .rt
-            .block_on(
-                client.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start(),
-            )
-            .map_err(|e| self.error(e))?;
-        let ptx = PgTx { tx, rt: &self.rt, broken: AtomicBool::new(false) };
-        let out = f(&Db::pg(&ptx));
-        let _ = self.rt.block_on(ptx.tx.rollback());
-        out
-    }
-
-    fn error(&self, e: tokio_postgres::Error) -> Error {
-        Error::store(format!("PostgreSQL at {}: {}", self.shown, describe(&e)))
+        if self.in_batch() {
+            return self.read_in_batch(f);
+        }
+        let conn = self.conn()?;
+        let tx = PgTx::new(&conn, Begin::Read);
+        f(&Db::pg(&tx))
     }
 
     /// Checks that the schema is empty or ours and runs the migrations it lacks, under the
@@ -271,66 +255,6 @@ impl PgStore {
             )?;
         }
         self.rt.block_on(tx.commit()).map_err(|e| open_error(&self.shown, describe(&e)))
-    }
-}
-
-impl PgTx<'_> {
-    fn lock_writes(&self) -> Result<()> {
-        self.rt
-            .block_on(self.tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]))
-            .map_err(|e| self.fail(e))?;
-        Ok(())
-    }
-
-    fn fail(&self, e: tokio_postgres::Error) -> Error {
-        if e.is_closed() || e.as_db_error().is_none() && e.code().is_none() {
-            self.broken.store(true, Ordering::Relaxed);
-        }
-        Error::store(format!("postgres: {}", describe(&e)))
-    }
-
-    /// The statement rewritten, prepared with the arguments' types (cached per connection),
-    /// and the arguments in `$n` order.
-    fn bind<'a>(
-        &self,
-        sql: &'static str,
-        args: &'a [Arg<'a>],
-        names: &[&str],
-    ) -> Result<(tokio_postgres::Statement, Vec<&'a Arg<'a>>)> {
-        let rw = dialect::rewrite(sql);
-        let ordered: Vec<&Arg<'_>> = if rw.names.is_empty() {
-            args.iter().collect()
-        } else {
-            rw.names
-                .iter()
-                .map(|n| {
-                    names.iter().position(|x| x == n).and_then(|i| args.get(i)).ok_or_else(|| {
-                        Error::store(format!("internal error: the statement names {n} but nothing is bound to it"))
-                    })
-                })
-                .collect::<Result<_>>()?
-        };
-        let types: Vec<Type> = ordered.iter().map(|a| a.ty().pg()).collect();
-        let st = self.rt.block_on(self.tx.prepare_typed_cached(&rw.text, &types)).map_err(|e| self.fail(e))?;
-        Ok((st, ordered))
-    }
-
-    pub(super) fn query(
-        &self,
-        sql: &'static str,
-        args: &[Arg<'_>],
-        names: &[&str],
-    ) -> Result<Vec<tokio_postgres::Row>> {
-        let (st, ordered) = self.bind(sql, args, names)?;
-        let params: Vec<&(dyn ToSql + Sync)> = ordered.iter().map(|a| *a as &(dyn ToSql + Sync)).collect();
-        self.rt.block_on(self.tx.query(&st, &params)).map_err(|e| self.fail(e))
-    }
-
-    pub(super) fn execute(&self, sql: &'static str, args: &[Arg<'_>], names: &[&str]) -> Result<usize> {
-        let (st, ordered) = self.bind(sql, args, names)?;
-        let params: Vec<&(dyn ToSql + Sync)> = ordered.iter().map(|a| *a as &(dyn ToSql + Sync)).collect();
-        let n = self.rt.block_on(self.tx.execute(&st, &params)).map_err(|e| self.fail(e))?;
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 }
 
@@ -413,7 +337,7 @@ fn show(c: &tokio_postgres::Config) -> String {
     format!("postgres://{}@{host}:{port}/{}", c.get_user().unwrap_or(""), c.get_dbname().unwrap_or(""))
 }
 
-fn describe(e: &tokio_postgres::Error) -> String {
+pub(super) fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => with_causes(e),

@@ -58,3 +58,103 @@ fn a_bad_url_is_a_store_error_naming_the_problem() {
     assert_eq!(err.code(), crate::error::ErrorCode::StoreError);
     assert!(err.message().contains("127.0.0.1"), "{}", err.message());
 }
+
+fn filled(n: usize) -> Store {
+    let s = Store::open(&testdb::fresh_url()).expect("open");
+    s.write(|db| {
+        for i in 0..n {
+            db.put_session(
+                &format!("agent:main:k{i:04}"),
+                &entry(json!({"sessionId": format!("s{i}"), "updatedAt": i})),
+            )?;
+        }
+        Ok(())
+    })
+    .expect("fill");
+    s
+}
+
+#[test]
+fn a_large_result_is_read_in_chunks_all_of_it_in_order() {
+    let s = filled(1000);
+    let keys = s
+        .read(|db| {
+            let mut keys = Vec::new();
+            db.all_sessions(|k, _| {
+                keys.push(k);
+                Ok(())
+            })?;
+            Ok(keys)
+        })
+        .expect("read");
+    let want: Vec<String> = (0..1000).map(|i| format!("agent:main:k{i:04}")).collect();
+    assert_eq!(keys, want);
+}
+
+#[test]
+fn a_streamed_read_stops_early_and_refuses_a_statement_in_the_middle_of_it() {
+    let s = filled(600);
+    s.read(|db| {
+        let mut n = 0;
+        db.each("SELECT key FROM sessions ORDER BY key", crate::args![], |_| {
+            n += 1;
+            Ok(n < 300)
+        })?;
+        assert_eq!(n, 300);
+        // the rest of the rows were let go: the transaction goes on
+        assert_eq!(db.session_count()?, 600);
+        let err = db
+            .each("SELECT key FROM sessions ORDER BY key", crate::args![], |_| db.session_count().map(|_| true))
+            .expect_err("a statement while rows stream is refused, not a hang");
+        assert!(err.message().contains("internal error"), "{}", err.message());
+        assert_eq!(db.session_count()?, 600);
+        // a small result is all in before the rows are read: statements may run among them
+        let mut counts = Vec::new();
+        db.each("SELECT key FROM sessions ORDER BY key LIMIT 3", crate::args![], |_| {
+            counts.push(db.session_count()?);
+            Ok(true)
+        })?;
+        assert_eq!(counts, [600, 600, 600]);
+        Ok(())
+    })
+    .expect("read");
+}
+
+#[test]
+fn a_transactions_clock_is_the_servers_never_ahead_of_it_and_never_going_back() {
+    let s = Store::open(&testdb::fresh_url()).expect("open");
+    let server = "SELECT CAST(floor(extract(epoch from clock_timestamp()) * 1000) AS BIGINT)";
+    let mut last = 0;
+    for _ in 0..3 {
+        let (a, b, on_server) = s
+            .write(|db| {
+                let a = db.now_ms()?;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                let b = db.now_ms()?;
+                let on_server = db.row(server, crate::args![], |r| r.get::<i64>(0))?.expect("a row");
+                Ok((a, b, on_server))
+            })
+            .expect("write");
+        assert!(last <= a && a + 5 <= b && b <= on_server, "{last} {a} {b} {on_server}");
+        last = b;
+    }
+    let read = s.read(|db| db.now_ms()).expect("read");
+    assert!(last <= read && (read - crate::entry::now_ms()).abs() < 60_000, "{last} {read}");
+}
+
+#[test]
+fn a_write_that_swallows_a_failed_statement_is_not_reported_committed() {
+    let s = Store::open(&testdb::fresh_url()).expect("open");
+    let err = s
+        .write(|db| {
+            db.put_session("agent:main:a", &entry(json!({"sessionId": "s1", "updatedAt": 1})))?;
+            let _ = db.exec("INSERT INTO no_such_table (x) VALUES (?1)", crate::args![1i64]);
+            Ok(())
+        })
+        .expect_err("the server aborted the transaction");
+    assert!(err.message().contains("no_such_table"), "{}", err.message());
+    assert_eq!(s.read(|db| db.session_count()).expect("count"), 0);
+    // the connection is clean for the next call
+    s.write(|db| db.put_session("agent:main:b", &entry(json!({"sessionId": "s2", "updatedAt": 2})))).expect("put");
+    assert_eq!(s.read(|db| db.session_count()).expect("count"), 1);
+}
