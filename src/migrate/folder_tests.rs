@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::{export_state_dir, import_state_dir};
+use super::{export_state_dir, import_state_dir, snapshot};
 use crate::keys::KeyModel;
 use crate::store::pg::testdb;
 use crate::store::Store;
@@ -30,23 +30,6 @@ fn line(v: Value) -> String {
 
 fn msg(role: &str, text: &str) -> Value {
     json!({"type": "message", "message": {"role": role, "content": text}})
-}
-
-/// Every file below `root` with its bytes.
-fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 /// A folder with two agents, a legacy single store, JSON5 quirks, transcripts of versions 1–3

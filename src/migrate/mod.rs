@@ -108,6 +108,24 @@ pub fn topic_of(key: &str) -> Option<&str> {
     Some(&key[at + ":topic:".len()..]).filter(|t| !t.is_empty())
 }
 
+/// Every file below `root` with its bytes, by relative path (tests compare folders with it).
+#[cfg(test)]
+pub(crate) fn snapshot(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

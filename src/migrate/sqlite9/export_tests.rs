@@ -129,7 +129,7 @@ fn the_fixture_moves_through_postgres_as_through_sqlite_in_both_layouts() {
         let ex9 = export_state_dir_2026_9(&st, &km(), &out).unwrap();
         assert_eq!((ex9.sessions, ex9.messages, ex9.runs, ex9.tasks), (20, 30, 2, 2), "{d:?}");
         let (back, _) = import(&out);
-        let files: Vec<(String, Vec<u8>)> = walk(&json);
+        let files = crate::migrate::snapshot(&json);
         outcomes.push((r, ex1, ex9, dump(&st), dump(&back), files));
         fs::remove_dir_all(&json).unwrap();
         fs::remove_dir_all(&out).unwrap();
@@ -141,22 +141,4 @@ fn the_fixture_moves_through_postgres_as_through_sqlite_in_both_layouts() {
     assert_eq!(pg.4, lite.4, "the 2026.9 exports, read back");
     assert_eq!(pg.5, lite.5, "the 2026.1 exports, byte for byte");
     fs::remove_dir_all(&src).unwrap();
-}
-
-/// Every file below `root` (relative path, bytes), in path order.
-fn walk(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::keys::KeyModel;
-use crate::migrate::import_state_dir;
+use crate::migrate::{import_state_dir, snapshot};
 use crate::store::Store;
 
 fn fixture() -> PathBuf {
@@ -35,23 +35,6 @@ pub(super) fn fixture_copy(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("st-oc9-{tag}-{}", uuid::Uuid::new_v4()));
     copy_dir(&fixture(), &d);
     d
-}
-
-/// Every file below `root` with its bytes.
-fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 pub(super) fn import(dir: &Path) -> (Store, crate::migrate::ImportReport) {
