@@ -346,7 +346,7 @@ impl Store {
 
 #[cfg(test)]
 #[path = "group_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 fn with_batch<R>(f: impl FnOnce(&Batch) -> R) -> Option<R> {
     BATCH.with(|b| b.borrow().as_ref().map(f))

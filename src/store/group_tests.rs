@@ -11,7 +11,8 @@ use crate::entry;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::{Fault, Store};
 
-struct Owner(Store);
+/// A store as the writer's owner (the PostgreSQL batch tests use these helpers too).
+pub(crate) struct Owner(pub(crate) Store);
 impl AsRef<Store> for Owner {
     fn as_ref(&self) -> &Store {
         &self.0
@@ -24,7 +25,7 @@ fn open() -> Arc<Owner> {
     Arc::new(Owner(Store::open(dir.join("g.db").to_str().unwrap()).unwrap()))
 }
 
-fn put(store: &Store, key: &str, label: &str) -> Result<String> {
+pub(crate) fn put(store: &Store, key: &str, label: &str) -> Result<String> {
     let mut patch = Map::new();
     patch.insert("label".into(), json!(label));
     store.write(|db| {
@@ -34,7 +35,7 @@ fn put(store: &Store, key: &str, label: &str) -> Result<String> {
     })
 }
 
-fn label(store: &Store, key: &str) -> Option<Value> {
+pub(crate) fn label(store: &Store, key: &str) -> Option<Value> {
     store.read(|db| db.session(key)).unwrap().and_then(|e| e.get("label").cloned())
 }
 

@@ -5,38 +5,18 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 use super::testdb;
 use crate::args;
 use crate::entry;
 use crate::error::{Error, Result};
+use crate::store::group::tests::{label, put, Owner};
 use crate::store::{Deliver, GroupJob, GroupWriter, Store};
-
-struct Owner(Store);
-impl AsRef<Store> for Owner {
-    fn as_ref(&self) -> &Store {
-        &self.0
-    }
-}
 
 fn open() -> (Arc<Owner>, String) {
     let url = testdb::fresh_url();
     (Arc::new(Owner(Store::open(&url).expect("open"))), url)
-}
-
-fn put(store: &Store, key: &str, label: &str) -> Result<String> {
-    let mut patch = Map::new();
-    patch.insert("label".into(), json!(label));
-    store.write(|db| {
-        let e = entry::merge(db.session(key)?.as_ref(), &patch, entry::now_ms());
-        db.put_session(key, &e)?;
-        Ok(label.to_owned())
-    })
-}
-
-fn label(store: &Store, key: &str) -> Option<Value> {
-    store.read(|db| db.session(key)).expect("read").and_then(|e| e.get("label").cloned())
 }
 
 /// Submits a job that waits until `jobs` are all queued behind it, then `jobs`: they run as
