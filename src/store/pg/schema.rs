@@ -214,6 +214,11 @@ pub const MIGRATIONS: &[&str] = &[
         turn_run_id TEXT COLLATE "C" NOT NULL
     );
     "#,
+    // 3 (yieldpause, issue 14): SQLite migration 12: a child session's records by its key, in
+    // registration order (SQLite's index carries the rowid itself).
+    r#"
+    CREATE INDEX IF NOT EXISTS subagent_runs_by_child ON subagent_runs (child_key, rowid);
+    "#,
 ];
 
 /// The version this build writes.
