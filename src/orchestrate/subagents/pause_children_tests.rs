@@ -369,3 +369,20 @@ async fn a_paused_orchestrator_stops_with_its_requester_and_is_never_woken() {
     assert!(requests_in(&host, Lane::Announce).iter().all(|r| r.session_key != "agent:main:work"));
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_woken_turn_cut_short_by_a_close_is_woken_again_by_the_next_open_and_completes_once() {
+    for db in reopenable_urls() {
+        let (o, h1) = open_with(&db, Plan { woken_hangs: true, ..Plan::open() }).await;
+        let (child, first_run) = spawn_orchestrator(&o).await;
+        until("the orchestrator is woken", || !woken(&h1, &child).is_empty()).await;
+        o.close().await;
+        drop(o);
+
+        let (o, h2) = open_with(&db, Plan::open()).await;
+        completes_once(&o, &h2, &child, &first_run).await;
+        assert_eq!(woken(&h2, &child)[0].idempotency_key, woken(&h1, &child)[0].idempotency_key);
+        assert!(completions(&h1).is_empty());
+        o.close().await;
+    }
+}
