@@ -389,10 +389,11 @@ describe('a sub-agent that yields for its own children (2026.9)', () => {
     // paused: held back, its task running and waiting on its two children
     const list = await until(async () => {
       const l = await tool(st, 'subagents', {})
-      return l.text.includes('waiting on 2 children') && l
+      return l.tasks.find((t: any) => t.label === 'lead')?.execution?.state === 'waiting' && l
     })
     const lead = list.tasks.find((t: any) => t.label === 'lead')
     expect(lead).toMatchObject({ status: 'running', execution: { state: 'waiting', wait: { kind: 'children', pendingCount: 2 } } })
+    expect(list.text).toMatch(/\) waiting on 2 children - orchestrate/) // not `active (waiting on 2 children)`
     expect(events.some((e) => e.type === 'subagent.paused' && e.runId === out.runId)).toBe(true)
     expect(completions()).toEqual([])
 

@@ -176,7 +176,7 @@ async fn paused_then_woken_at(db: &str) {
         (task["execution"]["wait"]["kind"].as_str(), task["execution"]["wait"]["pendingCount"].as_u64()),
         (Some("children"), Some(2))
     );
-    assert!(list["text"].as_str().unwrap().contains("waiting on 2 children"), "{list}");
+    assert!(list["text"].as_str().unwrap().contains(") waiting on 2 children - orchestrate"), "{list}");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(completions(&host).is_empty(), "a paused child is not announced");
     assert!(woken(&host, &child).is_empty());
