@@ -261,6 +261,12 @@ const MIGRATIONS: &[&str] = &[
     ON CONFLICT (task_id) DO NOTHING;
     DROP TABLE IF EXISTS task_runs_2026_9;
     "#,
+    // 13 (yieldpause, issue 14): a child session's records by its key (a paused child is found
+    // by its session, `Db::subagent_runs_of_child`). It touches only that index; IF NOT EXISTS,
+    // so its place among the migrations does not matter.
+    r#"
+    CREATE INDEX IF NOT EXISTS subagent_runs_by_child ON subagent_runs (child_key);
+    "#,
 ];
 
 /// The schema version this build writes.
