@@ -14,7 +14,7 @@ use napi::bindgen_prelude::*;
 use napi::Env;
 
 use super::cache::{self, Cached};
-use super::js::from_json_text;
+use super::js::{clear_pending, from_json_text};
 
 /// Answers up to this size are parsed in one go (V8 parses them in well under a millisecond).
 pub const SPLIT_BYTES: usize = 96 * 1024;
@@ -66,6 +66,15 @@ pub fn answer_from_text<'env>(env: &'env Env, text: &str) -> napi::Result<Unknow
         return from_json_text(env, text);
     }
     let Some(split) = split(text, PIECE_BYTES) else { return from_json_text(env, text) };
+    // Without the queue (a global it reads is missing), the answer is parsed whole, as before.
+    queue_pieces(env, &split).or_else(|_| {
+        clear_pending(env);
+        from_json_text(env, text)
+    })
+}
+
+/// Hands the pieces to the queue; its promise.
+fn queue_pieces<'env>(env: &'env Env, split: &Split) -> napi::Result<Unknown<'env>> {
     let materialise = cache::function(env, Cached::Materialise, |env| {
         env.run_script::<_, Unknown>(MATERIALISE_JS.replace("BUDGET", &TURN_BUDGET_MS.to_string()))
     })?;

@@ -1,3 +1,5 @@
+//! Tests of the chunked crossing: the cut of a large answer puts back together to the same value.
+
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
