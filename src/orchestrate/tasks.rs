@@ -492,7 +492,7 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
         json!({"taskId": task_id, "requesterSessionKey": target.owner_key}),
     );
     // its descendants, stopped in the same write, after it (the tree top first)
-    cascade::after_stop(orch, descendants, &run_id, CANCELLED).await;
+    cascade::after_stop(orch, descendants, Some(&run_id), CANCELLED).await;
     yields::check(orch, &target.owner_key).await;
     Ok(json!({"status": "cancelled", "taskId": task_id, "found": true, "cancelled": true}))
 }

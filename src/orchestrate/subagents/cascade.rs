@@ -91,8 +91,13 @@ fn cancel_task_in(
 
 /// After the write committed: each stopped descendant's run is ended in this engine and by the
 /// host (`abortRun`, with `reason`), its cleanup runs, and `subagent.cancelled` is emitted with
-/// `cascadeOf` (the run whose stop took it along).
-pub(crate) async fn after_stop(orch: &Arc<Orchestrator>, stopped: Vec<Stopped>, cause_run_id: &str, reason: &str) {
+/// the `reason` and `cascadeOf` (the run whose stop took it along, when one did).
+pub(crate) async fn after_stop(
+    orch: &Arc<Orchestrator>,
+    stopped: Vec<Stopped>,
+    cascade_of: Option<&str>,
+    reason: &str,
+) {
     for (rec, task_id) in stopped {
         orch.runs().abort(&rec.run_id, reason);
         if orch.host().can_abort() {
@@ -101,12 +106,12 @@ pub(crate) async fn after_stop(orch: &Arc<Orchestrator>, stopped: Vec<Stopped>, 
                 let _ = tokio::time::timeout(Duration::from_secs(60), host.abort_run(id, why)).await;
             });
         }
-        orch.emit(
-            "subagent.cancelled",
-            Some(&rec.run_id),
-            Some(&rec.child_session_key),
-            json!({"taskId": task_id, "requesterSessionKey": rec.requester_session_key, "cascadeOf": cause_run_id}),
-        );
+        let mut details =
+            json!({"taskId": task_id, "requesterSessionKey": rec.requester_session_key, "reason": reason});
+        if let Some(run) = cascade_of {
+            details["cascadeOf"] = run.into();
+        }
+        orch.emit("subagent.cancelled", Some(&rec.run_id), Some(&rec.child_session_key), details);
         finalize(orch, rec).await;
     }
 }

@@ -167,19 +167,34 @@ async fn deleting_the_requester_stops_its_childrens_trees_at(db: &str) {
     let (b, b_run) = child(&o, &a, "work").await;
     let (_, c_run) = child(&o, &b, "dig").await;
     let (_, other) = child(&o, MAIN, "unrelated").await;
+    // e ended before the deletion, its child f still runs
+    let (e, e_run) = child(&o, work, "quick end").await;
+    until("e ended", || record(&o, &e_run).is_some_and(|r| r.ended_at.is_some())).await;
+    let (_, f_run) = child(&o, &e, "foxtrot-task").await;
     let out = o.delete_session(json!(work), json!({})).await.unwrap();
     assert_eq!(out["deleted"], true);
     let rec = record(&o, &a_run).unwrap();
     assert_eq!(rec.outcome.and_then(|x| x.error).as_deref(), Some(REQUESTER_DELETED));
     assert_killed(&o, &b_run);
     assert_killed(&o, &c_run);
-    until("the host was asked to stop b and c", || aborted(&host).len() == 2).await;
-    assert!(aborted(&host).iter().all(|r| *r == b_run || *r == c_run));
+    assert_killed(&o, &f_run);
+    assert_eq!(record(&o, &e_run).unwrap().outcome.unwrap().status, "ok", "e keeps its end");
+    until("the host was asked to stop b, c and f", || aborted(&host).len() == 3).await;
+    assert!(aborted(&host).iter().all(|r| *r == b_run || *r == c_run || *r == f_run));
+    let reasons: Vec<Value> = host
+        .events()
+        .into_iter()
+        .filter(|e| e.kind == "subagent.cancelled")
+        .map(|e| e.details.get("reason").cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(reasons, vec![json!(REQUESTER_DELETED); 3]);
     assert!(record(&o, &other).unwrap().ended_at.is_none(), "another requester's child runs on");
     gate.send(true).unwrap();
     until("the unrelated child delivered", || record(&o, &other).is_some_and(|r| r.announce.status == "delivered"))
         .await;
-    assert_eq!(requests_in(&host, Lane::Announce).len(), 1, "only the unrelated child is announced");
+    let announced: Vec<String> = requests_in(&host, Lane::Announce).into_iter().map(|r| r.message).collect();
+    assert!(announced.iter().any(|m| m.contains("unrelated")), "{announced:?}");
+    assert!(!announced.iter().any(|m| m.contains("foxtrot-task") || m.contains("orchestrate")), "{announced:?}");
     o.close().await;
 
     let host2 = Arc::new(FakeHost::replying("ok"));

@@ -111,11 +111,11 @@ pub fn close(orch: &Orchestrator) {
 /// descendants are stopped with each, in the same write (`cascade`); their cleanup runs.
 pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<()> {
     let canonical = orch.engine().config().key_model().canonical(key)?;
-    let e = orch.engine().clone();
+    let (e, requester) = (orch.engine().clone(), canonical.clone());
     let running = blocking(move || {
         e.store().read(|db| {
-            let mut running = db.running_subagent_runs(&canonical)?;
-            running.extend(super::pause::paused_of_requester(db, &canonical)?);
+            let mut running = db.running_subagent_runs(&requester)?;
+            running.extend(super::pause::paused_of_requester(db, &requester)?);
             Ok(running)
         })
     })
@@ -147,8 +147,15 @@ pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<(
         orch.runs().abort(&rec.run_id, REQUESTER_DELETED);
         if let Some((r, descendants)) = stopped {
             finalize(orch, r).await;
-            super::cascade::after_stop(orch, descendants, &rec.run_id, REQUESTER_DELETED).await;
+            super::cascade::after_stop(orch, descendants, Some(&rec.run_id), REQUESTER_DELETED).await;
         }
     }
+    // the children are all ended now: what still runs under one that had ended before (its own
+    // children, theirs) is stopped too, as 2026.9 walks the whole tree
+    let (e, now, agent_of) = (orch.engine().clone(), entry::now_ms(), crate::orchestrate::tasks::agent_resolver(orch));
+    let rest =
+        blocking(move || e.store().write(|db| super::cascade::stop_descendants_in(db, &canonical, now, &agent_of)))
+            .await?;
+    super::cascade::after_stop(orch, rest, None, REQUESTER_DELETED).await;
     Ok(())
 }
