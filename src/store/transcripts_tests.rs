@@ -1,3 +1,5 @@
+//! Tests of the transcript store on SQLite and PostgreSQL: appends, ids, reads and plans.
+
 use super::*;
 use crate::args;
 use crate::store::pg::testdb;
