@@ -467,9 +467,11 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     let (now, agent_of) = (entry::now_ms(), agent_resolver(orch));
     let done = blocking(move || e.store().write(|db| cancel_in(db, &id, &run_id, now, &agent_of))).await?;
     let Some(descendants) = done else {
-        return Ok(
-            json!({"status": "error", "taskId": task_id, "found": true, "cancelled": false, "reason": ALREADY_TERMINAL}),
-        );
+        // it ended after the tree was read: say how, as the gateway does
+        let (e, id, run_id) = (orch.engine().clone(), task_id.to_owned(), target.run_id.clone().unwrap_or_default());
+        let ended = blocking(move || e.store().read(|db| Ok((db.task_run(&id)?, db.subagent_run(&run_id)?)))).await?;
+        let reason = ended_meanwhile(ended.0.as_ref(), ended.1.as_ref());
+        return Ok(json!({"status": "error", "taskId": task_id, "found": true, "cancelled": false, "reason": reason}));
     };
     let run_id = target.run_id.clone().unwrap_or_default();
     orch.runs().abort(&run_id, CANCELLED);
@@ -495,6 +497,22 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     cascade::after_stop(orch, descendants, Some(&run_id), CANCELLED).await;
     yields::check(orch, &target.owner_key).await;
     Ok(json!({"status": "cancelled", "taskId": task_id, "found": true, "cancelled": true}))
+}
+
+/// The `reason` of a cancel that found its task ended after the caller's tree was read: how it
+/// ended, from its task row if that has ended (a cancel of its own, or a cascade), else from its
+/// record (a completion that committed first).
+fn ended_meanwhile(task: Option<&TaskRow>, rec: Option<&SubagentRun>) -> String {
+    let status = match (task.filter(|t| is_terminal(&t.status)), rec.filter(|r| r.ended_at.is_some())) {
+        (Some(t), _) => t.status.as_str(),
+        (None, Some(r)) => ledger_status(r).0,
+        (None, None) => return ALREADY_TERMINAL.into(),
+    };
+    match status {
+        "succeeded" => "Subagent completed while cancellation was in progress.".into(),
+        "cancelled" => "Subagent was cancelled while cancellation was in progress.".into(),
+        other => format!("Subagent became {other} while cancellation was in progress."),
+    }
 }
 
 /// The cancel of task `task_id` (child run `run_id`) in one write: the task row and the child's

@@ -194,9 +194,9 @@ async fn cancel_stops_the_run_records_it_cancelled_and_never_announces_it_at(db:
     o.close().await;
 }
 
-/// A record of `child` run by `requester`, still running, registered directly.
-fn put_child(o: &Orchestrator, requester: &str, child: &str, run: &str) {
-    let rec = SubagentRun {
+/// A record of `child` run by `requester`, still running.
+fn running_record(requester: &str, child: &str, run: &str) -> SubagentRun {
+    SubagentRun {
         run_id: run.into(),
         child_session_key: child.into(),
         requester_session_key: requester.into(),
@@ -215,7 +215,12 @@ fn put_child(o: &Orchestrator, requester: &str, child: &str, run: &str) {
         pause_reason: None,
         task_run_id: None,
         run_timeout_seconds: None,
-    };
+    }
+}
+
+/// A record of `child` run by `requester`, still running, registered directly.
+fn put_child(o: &Orchestrator, requester: &str, child: &str, run: &str) {
+    let rec = running_record(requester, child, run);
     o.engine().upsert_session(&json!(child), &json!({"spawnedBy": requester})).unwrap();
     o.engine().store().write(|db| db.put_subagent_run(&rec)).unwrap();
 }
@@ -552,4 +557,33 @@ async fn a_2026_9_folders_tasks_are_the_ledgers_own_listed_waited_on_and_cancell
     assert_eq!((&cancelled["status"], &cancelled["cancelled"]), (&json!("cancelled"), &json!(true)), "{cancelled}");
     assert_eq!(o.engine().store().read(|db| db.task_run(going)).unwrap().unwrap().status, "cancelled");
     o.close().await;
+}
+
+#[test]
+fn a_cancel_that_finds_its_task_ended_meanwhile_says_how_it_ended() {
+    let ended = |status: &str, error: Option<&str>| {
+        let mut r = running_record("agent:main:main", "agent:main:subagent:x", "run-x");
+        r.ended_at = Some(1);
+        r.outcome = Some(RunOutcome { status: status.into(), error: error.map(Into::into) });
+        r
+    };
+    let task = |status: &str| TaskRow { status: status.into(), ..TaskRow::default() };
+    let running = task("running");
+    let says = |t: &TaskRow, r: &SubagentRun| ended_meanwhile(Some(t), Some(r));
+    assert_eq!(says(&running, &ended("ok", None)), "Subagent completed while cancellation was in progress.");
+    assert_eq!(
+        says(&running, &ended("error", Some("boom"))),
+        "Subagent became failed while cancellation was in progress."
+    );
+    assert_eq!(
+        says(&running, &ended("timeout", None)),
+        "Subagent became timed_out while cancellation was in progress."
+    );
+    // another cancel (or a cascade) committed first: the task row says so, whatever the record
+    let other_cancel = ended("error", Some(CANCELLED));
+    assert_eq!(says(&task("cancelled"), &other_cancel), "Subagent was cancelled while cancellation was in progress.");
+    // nothing ended after all (the rows are gone): the plain refusal
+    let live = running_record("agent:main:main", "agent:main:subagent:x", "run-x");
+    assert_eq!(ended_meanwhile(Some(&running), Some(&live)), ALREADY_TERMINAL);
+    assert_eq!(ended_meanwhile(None, None), ALREADY_TERMINAL);
 }
