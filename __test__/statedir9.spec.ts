@@ -159,6 +159,25 @@ describe('2026.9 state folder (issue 15)', () => {
     await expect(st.exportStateDir(empty, { layout: '2027.1' as any })).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
   })
 
+  test('given the fixture imported under contract 2026.9 when subagents is called then its tasks are the ledger\'s own, under their 2026.9 ids, and export back', async () => {
+    const st = await openMem(null, { contract: '2026.9' } as any)
+    expect(await st.importStateDir(copy(STATE))).toMatchObject({ runs: 2, tasks: 2, skipped: [] })
+    const MAIN = { agentSessionKey: 'agent:main:main' }
+    const tool = async (args: unknown, ctx: unknown = MAIN): Promise<any> => (await st.executeTool('subagents', args, ctx as any)).details
+    const [done, going] = expected.tasks.map((t: any) => t.task_id)
+    const list = await tool({ recentMinutes: 1440 })
+    // the running one is in main's tree; the finished one is past its 2026.9 retention (cleanupAfter)
+    expect(list.tasks.map((t: any) => [t.taskId, t.status, t.label])).toEqual([[going, 'running', 'Find papers on SQLite WAL']])
+    expect(list.active.map((r: any) => r.runId)).toEqual([expected.tasks[1].run_id])
+    expect(await tool({ action: 'wait', taskIds: [going, done], timeoutSeconds: 0 })).toMatchObject({ reason: 'unavailable', unavailable: [done] })
+    expect(await tool({ action: 'cancel', taskId: going }, { agentSessionKey: 'agent:main:other' })).toEqual({ status: 'forbidden', error: 'Task outside session tree.' })
+    // exported back, both tasks go into the package's ledger as read
+    const out = copy(INITIALISED)
+    expect(await st.exportStateDir(out, { layout: '2026.9' })).toMatchObject({ runs: 2, tasks: 2, skipped: [] })
+    const back = await openMem()
+    expect(await back.importStateDir(out)).toMatchObject({ runs: 2, tasks: 2, skipped: [] })
+  })
+
   test('given a 2026.9 folder when imported and exported through the CLI then it names the layout and the counts', () => {
     const cwd = tmpDir()
     const run = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', timeout: 60_000 })

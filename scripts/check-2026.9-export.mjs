@@ -2,6 +2,8 @@
 //   committed fixture folder (written by the package) → importStateDir → store
 //   → a state folder the package initialises → exportStateDir({ layout: '2026.9' })
 //   → the package opens, lists, reads and appends to it → importStateDir of that folder again;
+//   the same store with one sub-agent task of this engine's exported into a second folder, whose
+//   task ledger the package loads (the imported tasks as it reads them in the fixture, and ours);
 //   a 2026.1 store rolled forward the same way (its runs accepted by the package's registry
 //   loader); and imports of the fixture while the package keeps appending to it.
 //
@@ -33,7 +35,25 @@ async function packageModules(stateDir) {
   }
 }
 
-if (role === '--init') {
+/** The task ledger of a folder as the package's own snapshot reader returns it (an internal chunk
+ * of 2026.9.6; `undefined` on other builds). */
+async function packageTasks(stateDir) {
+  const require = createRequire(path.join(pkgDir, 'package.json'))
+  const dist = path.join(path.dirname(require.resolve('openclaw/plugin-sdk/session-store-runtime')), '..')
+  const chunk = path.join(dist, 'task-registry.store.kernel-BuNI8UuR.mjs')
+  if (!fs.existsSync(chunk)) return undefined
+  const { DatabaseSync } = await import('node:sqlite')
+  const file = path.join(stateDir, 'state', 'openclaw.sqlite')
+  const db = new DatabaseSync(file, { readOnly: true })
+  const snapshot = (await import(chunk)).p({ db, path: file })
+  db.close()
+  return [...snapshot.tasks.values()]
+}
+
+if (role === '--tasks') {
+  console.log(JSON.stringify(await packageTasks(process.argv[3]) ?? null))
+  setTimeout(() => process.exit(0), 300)
+} else if (role === '--init') {
   // What a gateway's first start does to a folder: create its databases.
   const [stateDir, ...agents] = process.argv.slice(3)
   const { sqlite } = await packageModules(stateDir)
@@ -119,7 +139,8 @@ if (role === '--init') {
     return r.stdout
   }
 
-  const st = await SessionTools.open({ path: path.join(tmp, 'store.db') })
+  const MAIN = { agentSessionKey: 'agent:main:main' }
+  const st = await SessionTools.open({ path: path.join(tmp, 'store.db'), contract: '2026.9', runAgent: async () => ({ reply: 'done' }) })
   const imported = await st.importStateDir(fixture)
   check(imported.skipped.length === 0, 'the fixture imports with nothing skipped')
   const agents = Object.keys(expected.agents).filter((a) => !a.includes(':'))
@@ -134,6 +155,21 @@ if (role === '--init') {
   check(exported.skipped.length === 0, 'the export skips nothing')
   check(exported.sessions === expectSessions && exported.messages === expectMessages, `export ${exported.sessions}/${exported.messages}`)
   check(exported.runs === expected.runs.length && exported.tasks === expected.tasks.length, `export runs ${exported.runs}, tasks ${exported.tasks}`)
+  // Then one sub-agent run of this engine beside the imported ones (the `subagents` tool reads
+  // them all): its task joins the same ledger, and the whole ledger goes into a second folder.
+  const spawned = (await st.executeTool('sessions_spawn', { task: 'check the export', label: 'ours' }, MAIN)).details
+  let ours
+  for (let i = 0; i < 200 && !ours; i++) {
+    const listed = (await st.executeTool('subagents', {}, MAIN)).details
+    ours = listed.tasks.find((t) => t.label === 'ours' && t.status !== 'running')
+    if (!ours) await new Promise((r) => setTimeout(r, 50))
+  }
+  check(ours !== undefined, `our sub-agent task (run ${spawned.runId}) finished`)
+  const target2 = path.join(tmp, 'state-with-ours')
+  fs.mkdirSync(target2)
+  child('--init', target2, ...agents)
+  const exported2 = await st.exportStateDir(target2, { layout: '2026.9' })
+  check(exported2.skipped.length === 0 && exported2.runs === expected.runs.length + 1 && exported2.tasks === expected.tasks.length + 1, `export with ours: runs ${exported2.runs}, tasks ${exported2.tasks}`)
   await st.close()
 
   const seen = JSON.parse(child('--read', target, ...agents).trim().split('\n').at(-1))
@@ -149,6 +185,25 @@ if (role === '--init') {
   check(seen.mainListedAfterUpsert === Object.keys(expected.agents.main).length + 1, 'the package adds a session beside the exported ones')
   check(seen.subagentRuns === expected.runs.length && seen.taskRuns === expected.tasks.length, 'runs and tasks are in the global database')
   check(seen.registryRuns === undefined || seen.registryRuns === expected.runs.length, `the package's registry loader accepts ${seen.registryRuns} runs`)
+  // The package's task ledger of the second export: the imported tasks exactly as it reads them in
+  // the fixture (after our `subagents` calls), and ours as it reads a sub-agent task of its own.
+  const fixtureCopy = path.join(tmp, 'fixture-copy')
+  fs.cpSync(fixture, fixtureCopy, { recursive: true }) // a reader of a WAL database writes beside it
+  const fixtureTasks = JSON.parse(child('--tasks', fixtureCopy).trim().split('\n').at(-1))
+  const ledger = JSON.parse(child('--tasks', target2).trim().split('\n').at(-1))
+  let tasksChecked = 'not checked'
+  if (ledger && fixtureTasks) {
+    check(ledger.length === fixtureTasks.length + 1, `the package reads ${ledger.length} tasks`)
+    const byId = new Map(ledger.map((t) => [t.taskId, t]))
+    for (const t of fixtureTasks) check(JSON.stringify(byId.get(t.taskId)) === JSON.stringify(t), `the imported task ${t.taskId} goes back as the package read it`)
+    const mine = byId.get(ours?.taskId)
+    check(
+      mine?.runId === spawned.runId && mine?.sourceId === spawned.runId && mine?.scopeKind === 'session' && mine?.notifyPolicy === 'done_only' &&
+        mine?.detail?.kind === 'task_backing_instance' && mine?.ownerKey === 'agent:main:main' && mine?.task === 'check the export',
+      `the package reads our task as a sub-agent task of its own: ${JSON.stringify(mine)}`,
+    )
+    tasksChecked = { fixture: fixtureTasks.length, exported: ledger.length, ours: mine ? { status: mine.status, deliveryStatus: mine.deliveryStatus, terminalOutcome: mine.terminalOutcome } : null }
+  }
 
   // A 2026.1 user's store (sessions.json + JSONL + runs.json v1) rolled forward into 2026.9: the
   // package lists it and its registry loader accepts the runs (their execution/delivery records
@@ -222,7 +277,7 @@ if (role === '--init') {
     fixture: { sessions: expectSessions, messages: expectMessages, runs: expected.runs.length, tasks: expected.tasks.length },
     imported: { sessions: imported.sessions, messages: imported.messages, runs: imported.runs, tasks: imported.tasks },
     exported: { sessions: exported.sessions, messages: exported.messages, runs: exported.runs, tasks: exported.tasks },
-    packageRead: { sessions: agents.reduce((n, a) => n + Object.keys(seen.agents[a] ?? {}).length, 0), appended: seen.appended, listedAfterUpsert: seen.mainListedAfterUpsert, runs: seen.subagentRuns, registryRuns: seen.registryRuns ?? 'not checked', tasks: seen.taskRuns },
+    packageRead: { sessions: agents.reduce((n, a) => n + Object.keys(seen.agents[a] ?? {}).length, 0), appended: seen.appended, listedAfterUpsert: seen.mainListedAfterUpsert, runs: seen.subagentRuns, registryRuns: seen.registryRuns ?? 'not checked', tasks: seen.taskRuns, taskLedger: tasksChecked },
     reimported: { sessions: back.sessions, messages: back.messages, runs: back.runs, tasks: back.tasks, skipped: back.skipped.length },
     liveWriter: { appended: appendedLive, seenByImportsDuring: during, importedAfter: after.messages },
     from2026_1: { imported: { sessions: legacyIn.sessions, messages: legacyIn.messages, runs: legacyIn.runs }, exported: { sessions: legacyOut.sessions, messages: legacyOut.messages, runs: legacyOut.runs }, packageRead: { sessions: Object.keys(seen1.agents.main).length, registryRuns: seen1.registryRuns ?? 'not checked', appended: seen1.appended } },

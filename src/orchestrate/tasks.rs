@@ -3,7 +3,8 @@
 //! attention, at most 60 s; a timeout cancels nothing) and `cancel` (stops one run, records it
 //! `cancelled`, never announces it), with the ownership refusals.
 //!
-//! Each sub-agent run has one task row with a stable id (`task_runs`). Rows are brought in step
+//! Each sub-agent run has one task row with a stable id (`task_runs`, where the tasks imported
+//! from a 2026.9 state folder are too: they show in their owners' trees). Rows are brought in step
 //! with the registry (`subagent_runs`) whenever the tool reads them, in one write: a new run
 //! gets its row, a known one its current status; a `cancelled` row stays cancelled, and a row
 //! whose record is gone keeps its last state. Which runs a caller may see or stop is decided
@@ -114,7 +115,8 @@ fn task_of(
     row.delivery_status = Some(delivery.into());
     row.started_at = rec.started_at;
     row.ended_at = rec.ended_at;
-    row.last_event_at = rec.ended_at.or(rec.started_at).or(Some(rec.created_at));
+    // never back in time: an imported task may know of events after its run's end
+    row.last_event_at = row.last_event_at.max(rec.ended_at.or(rec.started_at).or(Some(rec.created_at)));
     row.error = rec.outcome.as_ref().and_then(|o| o.error.clone());
     if status == "succeeded" && delivery == "failed" {
         let reason = item.and_then(|(_, e)| e);
@@ -127,13 +129,10 @@ fn task_of(
     (existing.as_ref() != Some(&row)).then_some(row)
 }
 
-/// Brings the row of one record in step (creating it if need be, with the task id the
-/// imported 2026.9 ledger gave its run, if any).
+/// Brings the row of one record in step (creating it if need be; a run imported from a 2026.9
+/// folder has its imported task, id and all, in the same ledger).
 pub(crate) fn sync_record(db: &Db<'_>, rec: &SubagentRun, agent_of: &dyn Fn(&str) -> String) -> Result<()> {
-    let existing = match db.task_run_by_run_id(&rec.run_id)? {
-        Some(t) => Some(t),
-        None => db.task9_by_run(&rec.run_id)?.and_then(|t| TaskRow::from_json(&t.record)),
-    };
+    let existing = db.task_run_by_run_id(&rec.run_id)?;
     if let Some(row) = task_of(rec, existing, settled_item(db, rec)?, agent_of) {
         db.put_task_run(&row)?;
     }
@@ -143,14 +142,6 @@ pub(crate) fn sync_record(db: &Db<'_>, rec: &SubagentRun, agent_of: &dyn Fn(&str
 /// Brings the rows of one owner in step with its records; its rows, oldest first, without
 /// those past their retention (`cleanupAfter`).
 fn sync_owner(db: &Db<'_>, owner: &str, agent_of: &dyn Fn(&str) -> String) -> Result<Vec<TaskRow>> {
-    // tasks imported from a 2026.9 state folder join the ledger as they were
-    for imported in db.tasks9_of_owner(owner)? {
-        if db.task_run(&imported.task_id)?.is_none() {
-            if let Some(row) = TaskRow::from_json(&imported.record) {
-                db.put_task_run(&row)?;
-            }
-        }
-    }
     for rec in db.subagent_runs(Some(owner))? {
         sync_record(db, &rec, agent_of)?;
     }

@@ -406,12 +406,12 @@ async fn tasks_imported_from_a_2026_9_folder_keep_their_ids_in_the_live_ledger()
     let (host, _gate) = gated_host();
     let o = open(json!({}), host).await;
     let imported = |id: &str, run: &str, status: &str| {
-        crate::store::tasks9::Task9Row {
+        crate::store::tasks::StoredTask {
         task_id: id.into(),
         run_id: Some(run.into()),
         runtime: "subagent".into(),
         status: status.into(),
-        delivery_status: "delivered".into(),
+        delivery_status: Some("delivered".into()),
         owner_key: "agent:main:main".into(),
         requester_session_key: Some("agent:main:main".into()),
         child_session_key: Some(format!("agent:main:subagent:{run}")),
@@ -427,8 +427,8 @@ async fn tasks_imported_from_a_2026_9_folder_keep_their_ids_in_the_live_ledger()
     o.engine()
         .store()
         .write(|db| {
-            db.insert_task9_if_absent(&imported("imp-1", "run-old", "succeeded"))?;
-            db.insert_task9_if_absent(&imported("imp-2", "run-live", "running"))
+            db.insert_task_if_absent(&imported("imp-1", "run-old", "succeeded"))?;
+            db.insert_task_if_absent(&imported("imp-2", "run-live", "running"))
         })
         .unwrap();
     // the registry knows run-live (imported too): its task keeps the imported id
@@ -519,5 +519,36 @@ async fn a_completion_that_commits_before_the_cancel_stands_and_the_cancel_is_re
     assert_eq!(requests_in(&host, Lane::Announce).len(), 1);
     let again = tool(&o, json!({"action": "cancel", "taskId": id}), main_ctx()).await;
     assert_eq!(again["reason"], "Task is already terminal.");
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_9_folders_tasks_are_the_ledgers_own_listed_waited_on_and_cancelled_and_kept_as_read() {
+    let o = open(json!({}), Arc::new(FakeHost::replying("ok"))).await;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("__test__/fixtures/openclaw-2026.9/state");
+    let km = crate::keys::KeyModel::new(false, "main", "main");
+    let r = crate::migrate::import_state_dir(o.engine().store(), &km, None, &dir, 1_800_000_000_000).unwrap();
+    assert_eq!((r.runs, r.tasks), (2, 2));
+    let (done, going) = ("cdbb029c-ca52-4603-9c38-e209b6f990de", "cfaaefba-3c98-4daa-bca2-126dc1b7e094");
+    let before = o.engine().store().read(|db| db.all_tasks()).unwrap();
+    let list = tool(&o, json!({"recentMinutes": 1440}), main_ctx()).await;
+    let shown: Vec<&str> = list["tasks"].as_array().unwrap().iter().map(|t| t["taskId"].as_str().unwrap()).collect();
+    assert_eq!(shown, [going], "the running imported task is in main's tree, with its 2026.9 id");
+    assert_eq!(list["tasks"][0]["progressSummary"], "searching");
+    // reading them brought nothing to change: the imported records stay byte for byte
+    assert_eq!(o.engine().store().read(|db| db.all_tasks()).unwrap(), before);
+    // the finished one is past its retention (`cleanupAfter`), as it would be in 2026.9
+    let wait = tool(&o, json!({"action": "wait", "taskIds": [done], "timeoutSeconds": 0}), main_ctx()).await;
+    assert_eq!((&wait["reason"], &wait["unavailable"][0]), (&json!("unavailable"), &json!(done)), "{wait}");
+    let wait = tool(&o, json!({"action": "wait", "taskIds": [going], "timeoutSeconds": 0}), main_ctx()).await;
+    assert_eq!(wait["reason"], "timeout", "{wait}");
+    let gone = tool(&o, json!({"action": "cancel", "taskId": done}), main_ctx()).await;
+    assert_eq!(gone["error"], OUTSIDE_TREE, "{gone}");
+    let outside =
+        tool(&o, json!({"action": "cancel", "taskId": going}), json!({"agentSessionKey": "agent:main:other"})).await;
+    assert_eq!(outside["error"], OUTSIDE_TREE, "{outside}");
+    let cancelled = tool(&o, json!({"action": "cancel", "taskId": going}), main_ctx()).await;
+    assert_eq!((&cancelled["status"], &cancelled["cancelled"]), (&json!("cancelled"), &json!(true)), "{cancelled}");
+    assert_eq!(o.engine().store().read(|db| db.task_run(going)).unwrap().unwrap().status, "cancelled");
     o.close().await;
 }

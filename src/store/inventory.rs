@@ -110,7 +110,7 @@ const BY_AGENT: &str = inventory_sql!("INDEXED BY sessions_by_agent", "agent_id 
 const BY_ARCHIVED: &str = inventory_sql!("INDEXED BY sessions_by_archived", "archived = :archived");
 /// No filter with an index of its own: the two halves of `sessions_by_archived` (active, then
 /// archived), each already in the page's order (`updated_at` DESC, key), merged; nothing is
-/// sorted (migration 12 dropped `sessions_by_updated`).
+/// sorted (the migration of issue 17 dropped `sessions_by_updated`).
 pub(super) const BY_UPDATED: &str = concat!(
     "SELECT key, entry, updated_at FROM sessions INDEXED BY sessions_by_archived WHERE archived = 0",
     inventory_where!(),

@@ -24,7 +24,6 @@ pub mod sessions;
 pub mod spawn_turns;
 pub mod subagents;
 pub mod tasks;
-pub mod tasks9;
 pub mod transcripts;
 mod value;
 mod wal;

@@ -248,7 +248,20 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX IF EXISTS messages_by_read_id;
     "#,
-    // 12 (perf, issue 17): every upsert rewrote the entries of each index holding `updated_at`;
+    // (tasks1) one task ledger: the rows imported from a 2026.9 folder (`task_runs_2026_9`, 4)
+    // join the engine's (`task_runs`, 8), oldest first; a task id in both keeps its `task_runs`
+    // row (the subagents tool's copy of the imported one, as the engine has brought it in step
+    // since). It touches only those two tables, so its place among the migrations does not matter.
+    r#"
+    INSERT INTO task_runs (task_id, run_id, runtime, status, delivery_status, owner_key,
+        requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
+    SELECT task_id, run_id, runtime, status, delivery_status, owner_key,
+        requester_session_key, child_session_key, agent_id, created_at, ended_at, record
+    FROM task_runs_2026_9 WHERE true ORDER BY created_at, task_id
+    ON CONFLICT (task_id) DO NOTHING;
+    DROP TABLE IF EXISTS task_runs_2026_9;
+    "#,
+    // (writefast, perf, issue 17) every upsert rewrote the entries of each index holding `updated_at`;
     // `sessions_by_updated` goes, as the unfiltered list and inventory page read the two halves
     // of `sessions_by_archived` (archived, updated_at DESC, key) merged instead. It touches
     // only that index (SQLite only: PostgreSQL keeps its own and plans its lists itself).
@@ -332,3 +345,7 @@ fn migrate(conn: &Connection, path: &str) -> Result<()> {
     tx.commit().map_err(|e| refuse(path, e))?;
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "schema_tests.rs"]
+mod tests;

@@ -1,13 +1,15 @@
 //! The task ledger (`task_runs`): one row per background task, the 2026.9 task row kept whole
 //! as camelCase JSON (`record`) with the columns it is looked up by (owner, run, child)
-//! derived from it, so they never disagree. The `subagents` tool's stable task ids live here;
-//! the importer writes 2026.9 rows here too. Fields this build does not know are kept as they
-//! came. No decisions here: callers hand in finished rows.
+//! derived from it, so they never disagree. One table for every task: those the engine creates
+//! for its sub-agent runs (the `subagents` tool's stable ids) and those imported from a 2026.9
+//! state folder, whose record text is kept byte for byte until the engine changes the task, so
+//! that an export writes back what was read. Fields this build does not know are kept as they
+//! came. No decisions here: callers hand in finished rows; it never interprets a status.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Db, Dialect};
+use super::{Db, Dialect, Row};
 use crate::args;
 use crate::error::Result;
 
@@ -69,6 +71,50 @@ impl TaskRow {
     }
 }
 
+/// A task row as stored, its record unparsed: what the importer adds (a 2026.9 ledger row, the
+/// filter columns read from it) and what the export reads back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTask {
+    pub task_id: String,
+    pub run_id: Option<String>,
+    pub runtime: String,
+    pub status: String,
+    pub delivery_status: Option<String>,
+    pub owner_key: String,
+    pub requester_session_key: Option<String>,
+    pub child_session_key: Option<String>,
+    pub agent_id: Option<String>,
+    pub created_at: i64,
+    pub ended_at: Option<i64>,
+    /// the whole task as a JSON object (camelCase names), as written
+    pub record: String,
+}
+
+/// The columns of `task_runs` in [`StoredTask`]'s order (`?1`…`?12` in the writes).
+macro_rules! task_columns {
+    () => {
+        "task_id, run_id, runtime, status, delivery_status, owner_key, requester_session_key, \
+         child_session_key, agent_id, created_at, ended_at, record"
+    };
+}
+
+fn stored_task(r: &Row<'_>) -> Result<StoredTask> {
+    Ok(StoredTask {
+        task_id: r.get(0)?,
+        run_id: r.get(1)?,
+        runtime: r.get(2)?,
+        status: r.get(3)?,
+        delivery_status: r.get(4)?,
+        owner_key: r.get(5)?,
+        requester_session_key: r.get(6)?,
+        child_session_key: r.get(7)?,
+        agent_id: r.get(8)?,
+        created_at: r.get(9)?,
+        ended_at: r.get(10)?,
+        record: r.get(11)?,
+    })
+}
+
 fn read_rows(rows: Vec<String>) -> Vec<TaskRow> {
     rows.iter().filter_map(|t| TaskRow::from_json(t)).collect()
 }
@@ -88,12 +134,14 @@ impl Db<'_> {
     /// equal `createdAt`s).
     pub fn put_task_run(&self, t: &TaskRow) -> Result<()> {
         self.exec(
-            "INSERT INTO task_runs (task_id, run_id, runtime, status, delivery_status, owner_key,
-               requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-             ON CONFLICT (task_id) DO UPDATE SET run_id = ?2, runtime = ?3, status = ?4, delivery_status = ?5,
-               owner_key = ?6, requester_session_key = ?7, child_session_key = ?8, agent_id = ?9,
-               created_at = ?10, ended_at = ?11, record = ?12",
+            concat!(
+                "INSERT INTO task_runs (",
+                task_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 ON CONFLICT (task_id) DO UPDATE SET run_id = ?2, runtime = ?3, status = ?4, delivery_status = ?5,
+                   owner_key = ?6, requester_session_key = ?7, child_session_key = ?8, agent_id = ?9,
+                   created_at = ?10, ended_at = ?11, record = ?12"
+            ),
             args![
                 t.task_id,
                 t.run_id,
@@ -110,6 +158,42 @@ impl Db<'_> {
             ],
         )?;
         Ok(())
+    }
+
+    /// Adds a task as given, its record text unchanged, unless one with its task id is stored
+    /// (that one stands, whatever the engine has made of it since); whether it was added.
+    pub fn insert_task_if_absent(&self, t: &StoredTask) -> Result<bool> {
+        let n = self.exec(
+            concat!(
+                "INSERT INTO task_runs (",
+                task_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (task_id) DO NOTHING"
+            ),
+            args![
+                t.task_id,
+                t.run_id,
+                t.runtime,
+                t.status,
+                t.delivery_status,
+                t.owner_key,
+                t.requester_session_key,
+                t.child_session_key,
+                t.agent_id,
+                t.created_at,
+                t.ended_at,
+                t.record
+            ],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Every task as stored, oldest first (then by id).
+    pub fn all_tasks(&self) -> Result<Vec<StoredTask>> {
+        self.rows(
+            concat!("SELECT ", task_columns!(), " FROM task_runs ORDER BY created_at, task_id"),
+            args![],
+            stored_task,
+        )
     }
 
     /// One task by id; `None` when missing or unreadable.

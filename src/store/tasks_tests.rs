@@ -118,3 +118,65 @@ fn the_ledger_survives_a_restart() {
         assert_eq!(again.read(|db| db.task_runs_for_owner("agent:main:main")).unwrap(), vec![t], "{url}");
     }
 }
+
+fn stored(id: &str, run: &str, created: i64) -> StoredTask {
+    StoredTask {
+        task_id: id.into(),
+        run_id: Some(run.into()),
+        runtime: "subagent".into(),
+        status: "succeeded".into(),
+        delivery_status: Some("delivered".into()),
+        owner_key: "agent:main:main".into(),
+        requester_session_key: None,
+        child_session_key: None,
+        agent_id: None,
+        created_at: created,
+        ended_at: Some(created + 1),
+        // spaces and a null: what was read is kept byte for byte
+        record: format!(
+            "{{\"taskId\": \"{id}\", \"runId\":\"{run}\",\"runtime\":\"subagent\",\"ownerKey\":\"agent:main:main\",\"status\":\"succeeded\",\"createdAt\":{created},\"error\":null}}"
+        ),
+    }
+}
+
+#[test]
+fn an_imported_task_is_added_once_kept_as_read_and_read_as_any_other() {
+    for st in testdb::stores() {
+        let on = format!("{:?}", st.dialect());
+        let one = StoredTask { status: "running".into(), ended_at: None, ..stored("t1", "r1", 5) };
+        assert!(st.write(|db| db.insert_task_if_absent(&one)).unwrap(), "{on}");
+        let changed = StoredTask { status: "lost".into(), ..one.clone() };
+        assert!(!st.write(|db| db.insert_task_if_absent(&changed)).unwrap(), "{on}");
+        assert_eq!(st.read(|db| db.all_tasks()).unwrap(), vec![one.clone()], "{on}");
+        // the engine reads it by id, run and owner
+        let t = st.read(|db| db.task_run_by_run_id("r1")).unwrap().unwrap();
+        assert_eq!((t.task_id.as_str(), t.error.as_deref()), ("t1", None), "{on}");
+        assert_eq!(ids(st.read(|db| db.task_runs_for_owner("agent:main:main")).unwrap()), ["t1"], "{on}");
+        // once the engine writes the task, its record is the engine's; an import again leaves it
+        st.write(|db| db.put_task_run(&TaskRow { status: "succeeded".into(), ..t.clone() })).unwrap();
+        assert!(!st.write(|db| db.insert_task_if_absent(&one)).unwrap(), "{on}");
+        let now = st.read(|db| db.all_tasks()).unwrap();
+        assert_eq!(now[0].status, "succeeded", "{on}");
+        assert_eq!(TaskRow::from_json(&now[0].record).map(|t| t.status), Some("succeeded".into()), "{on}");
+    }
+}
+
+#[test]
+fn every_task_comes_back_by_time_then_id_and_survives_a_restart() {
+    for url in reopenable_urls() {
+        let st = Store::open(&url).unwrap();
+        st.write(|db| {
+            for r in [stored("b", "r", 2), stored("c", "r", 1), stored("a", "r", 2)] {
+                db.insert_task_if_absent(&r)?;
+            }
+            db.put_task_run(&task("d", "q", "agent:main:main", 3))
+        })
+        .unwrap();
+        st.close();
+        let st = Store::open(&url).unwrap();
+        let all = st.read(|db| db.all_tasks()).unwrap();
+        assert_eq!(all.iter().map(|t| t.task_id.as_str()).collect::<Vec<_>>(), ["c", "a", "b", "d"], "{url}");
+        assert_eq!(all[0], stored("c", "r", 1), "{url}");
+        assert_eq!(TaskRow::from_json(&all[3].record), Some(task("d", "q", "agent:main:main", 3)), "{url}");
+    }
+}

@@ -205,7 +205,9 @@ pub fn run_row(record: &str) -> Option<Map<String, Value>> {
     Some(row)
 }
 
-/// The `task_runs` row (and delivery state) of a kept 2026.9 task row.
+/// The `task_runs` row (and delivery state) of a stored task: an imported 2026.9 row column for
+/// column as read; a task of ours (no `notifyPolicy`), which lacks what only 2026.9 records,
+/// completed as 2026.9 completes a task it creates ([`complete_2026_9`]).
 pub fn task_columns(record: &str) -> Option<Map<String, Value>> {
     let r: Map<String, Value> = serde_json::from_str(record).ok()?;
     let mut row = Map::new();
@@ -220,7 +222,50 @@ pub fn task_columns(record: &str) -> Option<Map<String, Value>> {
         put(&mut row, "requester_origin_json", ds.get("requesterOrigin").map(|o| Value::from(o.to_string())));
         put(&mut row, "last_notified_event_at", time(ds.get("lastNotifiedEventAt")));
     }
+    // every 2026.9 row has a notify policy (a NOT NULL column); a task of ours never has one
+    if !r.contains_key("notifyPolicy") {
+        complete_2026_9(&mut row);
+    }
     Some(row)
+}
+
+/// Fills the columns 2026.9 requires or derives when it creates a task, where the row has none:
+/// `scope_kind` (`session` when there is
+/// a requester session, else `system`), `delivery_status` (`not_applicable` for a system task,
+/// else `pending`), `notify_policy` (`silent` when delivery does not apply, else `done_only`),
+/// `task` (empty), `terminal_outcome` `succeeded` for a succeeded task, and for a sub-agent
+/// task its `source_id` (the run id) and `detail_json` (the backing of the run's first
+/// generation).
+fn complete_2026_9(row: &mut Map<String, Value>) {
+    let has = |row: &Map<String, Value>, col: &str| row.get(col).is_some_and(|v| !v.is_null());
+    let text_of = |row: &Map<String, Value>, col: &str| row.get(col).and_then(Value::as_str).map(str::to_owned);
+    if !has(row, "scope_kind") {
+        let session = text_of(row, "requester_session_key").is_some_and(|k| !k.trim().is_empty());
+        row.insert("scope_kind".into(), Value::from(if session { "session" } else { "system" }));
+    }
+    if !has(row, "delivery_status") {
+        let system = text_of(row, "scope_kind").as_deref() == Some("system");
+        row.insert("delivery_status".into(), Value::from(if system { "not_applicable" } else { "pending" }));
+    }
+    if !has(row, "notify_policy") {
+        let silent = text_of(row, "delivery_status").as_deref() == Some("not_applicable");
+        row.insert("notify_policy".into(), Value::from(if silent { "silent" } else { "done_only" }));
+    }
+    if !has(row, "task") {
+        row.insert("task".into(), Value::from(""));
+    }
+    if !has(row, "terminal_outcome") && text_of(row, "status").as_deref() == Some("succeeded") {
+        row.insert("terminal_outcome".into(), Value::from("succeeded"));
+    }
+    if text_of(row, "runtime").as_deref() == Some("subagent") {
+        if let (false, Some(run)) = (has(row, "source_id"), text_of(row, "run_id")) {
+            row.insert("source_id".into(), Value::from(run));
+        }
+        if !has(row, "detail_json") {
+            let backing = serde_json::json!({"kind": "task_backing_instance", "runtime": "subagent", "generation": 1});
+            row.insert("detail_json".into(), Value::from(backing.to_string()));
+        }
+    }
 }
 
 /// The transcript of one generation as events: a version-4 header, then every stored entry in
@@ -317,7 +362,7 @@ pub fn export_state_dir_2026_9(store: &Store, km: &KeyModel, dir: &Path) -> Resu
                 None => skip(&mut report, STATE_DB.into(), format!("run {}: its record cannot be written", r.run_id)),
             }
         }
-        for t in db.all_tasks9()? {
+        for t in db.all_tasks()? {
             if let Some(row) = task_columns(&t.record) {
                 report.tasks += u64::from(global.put_task(&row).map_err(global_err)?);
             }

@@ -50,9 +50,9 @@ fn the_store_goes_back_into_an_initialised_folder_whole_and_once() {
         b.messages.iter().map(|m| &m.json).collect::<Vec<_>>()
     );
     let tasks: Vec<Value> =
-        back.read(|db| db.all_tasks9()).unwrap().iter().map(|t| serde_json::from_str(&t.record).unwrap()).collect();
+        back.read(|db| db.all_tasks()).unwrap().iter().map(|t| serde_json::from_str(&t.record).unwrap()).collect();
     let orig: Vec<Value> =
-        st.read(|db| db.all_tasks9()).unwrap().iter().map(|t| serde_json::from_str(&t.record).unwrap()).collect();
+        st.read(|db| db.all_tasks()).unwrap().iter().map(|t| serde_json::from_str(&t.record).unwrap()).collect();
     assert_eq!(tasks, orig);
 
     // Again: entries are rewritten, nothing is added twice.
@@ -61,6 +61,86 @@ fn the_store_goes_back_into_an_initialised_folder_whole_and_once() {
     assert_eq!((again.sessions, again.messages, again.runs, again.tasks), (20, 0, 0, 0));
     fs::remove_dir_all(&src).unwrap();
     fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn every_task_of_the_one_ledger_is_exported_ours_completed_as_2026_9_completes_its_own() {
+    let src = fixture_copy("exp-ours");
+    let (st, _) = import(&src);
+    // a task the engine made for a run of its own, as `subagents` keeps it
+    let ours = crate::store::tasks::TaskRow {
+        task_id: "0c0c0c0c-0000-4000-8000-000000000001".into(),
+        run_id: Some("run-ours".into()),
+        runtime: "subagent".into(),
+        owner_key: "agent:main:main".into(),
+        requester_session_key: Some("agent:main:main".into()),
+        child_session_key: Some("agent:main:subagent:ours".into()),
+        agent_id: Some("main".into()),
+        requester_agent_id: Some("main".into()),
+        label: Some("ours".into()),
+        task: Some("do it".into()),
+        status: "succeeded".into(),
+        delivery_status: Some("delivered".into()),
+        created_at: 1_789_920_000_000,
+        started_at: Some(1_789_920_000_000),
+        ended_at: Some(1_789_920_060_000),
+        last_event_at: Some(1_789_920_060_000),
+        ..Default::default()
+    };
+    st.write(|db| db.put_task_run(&ours)).unwrap();
+    let out = initialised_copy("exp-ours");
+    // the folder's task_runs is the package's own STRICT table with its NOT NULL columns
+    let r = export_state_dir_2026_9(&st, &km(), &out).unwrap();
+    assert_eq!((r.tasks, r.skipped.len()), (3, 0));
+    let db = rusqlite::Connection::open(out.join("state/openclaw.sqlite")).unwrap();
+    let cols: (String, String, String, String, String, Option<String>, String) = db
+        .query_row(
+            "SELECT scope_kind, notify_policy, source_id, detail_json, terminal_outcome, task_kind, task
+               FROM task_runs WHERE task_id = ?1",
+            [&ours.task_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        cols,
+        (
+            "session".into(),
+            "done_only".into(),
+            "run-ours".into(),
+            r#"{"kind":"task_backing_instance","runtime":"subagent","generation":1}"#.into(),
+            "succeeded".into(),
+            None,
+            "do it".into()
+        )
+    );
+    // the imported ones went back column for column (what 2026.9 wrote, e.g. no task_kind)
+    let (back, rb) = import(&out);
+    assert_eq!(rb.tasks, 3);
+    let orig: Vec<Value> = st
+        .read(|db| db.all_tasks())
+        .unwrap()
+        .iter()
+        .filter(|t| t.task_id != ours.task_id)
+        .map(|t| serde_json::from_str(&t.record).unwrap())
+        .collect();
+    let again: Vec<Value> = back
+        .read(|db| db.all_tasks())
+        .unwrap()
+        .iter()
+        .filter(|t| t.task_id != ours.task_id)
+        .map(|t| serde_json::from_str(&t.record).unwrap())
+        .collect();
+    assert_eq!(again, orig);
+    // ours comes back as the engine's task, the 2026.9 columns beside it
+    let mine = back.read(|db| db.task_run(&ours.task_id)).unwrap().unwrap();
+    assert_eq!(
+        (mine.label.as_deref(), mine.task.as_deref(), mine.status.as_str()),
+        (Some("ours"), Some("do it"), "succeeded")
+    );
+    assert_eq!(mine.extra["notifyPolicy"], "done_only");
+    for d in [src, out] {
+        fs::remove_dir_all(d).unwrap();
+    }
 }
 
 #[test]
@@ -108,7 +188,7 @@ fn dump(st: &crate::store::Store) -> Dump {
             transcripts.push((sid, lines));
         }
         let runs = db.all_subagent_runs()?.into_iter().map(|r| r.record).collect();
-        let tasks = db.all_tasks9()?.into_iter().map(|t| t.record).collect();
+        let tasks = db.all_tasks()?.into_iter().map(|t| t.record).collect();
         Ok((sessions, transcripts, runs, tasks))
     })
     .unwrap()

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use crate::entry::Entry;
 use crate::store::oc9_read::StoredEvent;
 use crate::store::oc9_write::WINDOW_COLUMNS;
-use crate::store::tasks9::Task9Row;
+use crate::store::tasks::StoredTask;
 
 /// The agent database schema this build reads and writes (`PRAGMA user_version`, 2026.9.6).
 pub const AGENT_SCHEMA: i64 = 23;
@@ -248,7 +248,7 @@ pub fn run_record(row: &Map<String, Value>) -> Result<Value, String> {
 
 /// A `task_runs` row (with its delivery state) as stored: the filter columns and the whole row
 /// as camelCase JSON (`detail` parsed from `detail_json`, `deliveryState` from the joined row).
-pub fn task_row(row: &Map<String, Value>) -> Result<Task9Row, String> {
+pub fn task_row(row: &Map<String, Value>) -> Result<StoredTask, String> {
     let s = |c: &str| row.get(c).and_then(Value::as_str).map(str::to_owned);
     let task_id = s("task_id").filter(|t| !t.is_empty()).ok_or("a task row without a task_id")?;
     let mut record = Map::new();
@@ -275,11 +275,11 @@ pub fn task_row(row: &Map<String, Value>) -> Result<Task9Row, String> {
         record.insert("deliveryState".into(), Value::Object(delivery));
     }
     let n = |c: &str| row.get(c).and_then(Value::as_i64);
-    Ok(Task9Row {
+    Ok(StoredTask {
         run_id: s("run_id"),
         runtime: s("runtime").unwrap_or_default(),
         status: s("status").unwrap_or_default(),
-        delivery_status: s("delivery_status").unwrap_or_default(),
+        delivery_status: s("delivery_status"),
         owner_key: s("owner_key").unwrap_or_default(),
         requester_session_key: s("requester_session_key"),
         child_session_key: s("child_session_key"),

@@ -284,7 +284,7 @@ impl Importer<'_> {
                 r += u64::from(w.insert_subagent_run_if_absent(row)?);
             }
             for row in &task_rows {
-                t += u64::from(w.insert_task9_if_absent(row)?);
+                t += u64::from(w.insert_task_if_absent(row)?);
             }
             Ok((r, t))
         })?;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::*;
 use crate::keys::KeyModel;
@@ -136,10 +136,11 @@ fn the_fixture_imports_whole_once_and_the_folder_is_left_byte_identical() {
     let page = st.read(|db| db.history_page(sid.as_str().unwrap(), 10, None)).unwrap();
     assert_eq!(page.messages.len(), 3);
     assert!(page.messages.last().unwrap().json.contains("paper-399 on write-ahead logging"));
-    let tasks = st.read(|db| db.tasks9_of_owner("agent:main:main")).unwrap();
+    // the imported tasks are in the one ledger, as the engine reads it
+    let tasks = st.read(|db| db.task_runs_for_owner("agent:main:main")).unwrap();
     assert_eq!(tasks.len(), 2);
-    let rec: Value = serde_json::from_str(&tasks[0].record).unwrap();
-    assert_eq!(rec["deliveryState"]["requesterOrigin"]["channel"], "telegram");
+    assert_eq!(tasks[0].extra["deliveryState"]["requesterOrigin"]["channel"], "telegram");
+    assert_eq!(tasks[0].label.as_deref(), Some("Summarise error logs"));
 
     let km = KeyModel::new(false, "main", "main");
     let again = import_state_dir(&st, &km, None, &dir, 1_800_000_000_000).unwrap();

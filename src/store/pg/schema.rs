@@ -214,6 +214,18 @@ pub const MIGRATIONS: &[&str] = &[
         turn_run_id TEXT COLLATE "C" NOT NULL
     );
     "#,
+    // (tasks1) the counterpart of SQLite's task-ledger merge: the imported 2026.9 task rows join
+    // `task_runs` (a task id in both keeps its `task_runs` row) and `task_runs_2026_9` goes. It
+    // touches only those two tables, so its place among the migrations does not matter.
+    r#"
+    INSERT INTO task_runs (task_id, run_id, runtime, status, delivery_status, owner_key,
+        requester_session_key, child_session_key, agent_id, created_at, ended_at, record)
+    SELECT task_id, run_id, runtime, status, delivery_status, owner_key,
+        requester_session_key, child_session_key, agent_id, created_at, ended_at, record
+    FROM task_runs_2026_9 ORDER BY created_at, task_id, rowid
+    ON CONFLICT (task_id) DO NOTHING;
+    DROP TABLE IF EXISTS task_runs_2026_9;
+    "#,
 ];
 
 /// The version this build writes.
