@@ -112,8 +112,8 @@ macro_rules! list_where {
 
 /// SQLite, no filter with an index of its own: the two halves of `sessions_by_archived`
 /// (active, then archived), each walked in `updated_at` order and merged; only rows of equal
-/// `updated_at` are sorted (by rowid, the insertion order), a few at a time (the migration of issue 17
-/// dropped `sessions_by_updated`: one index fewer for every upsert to write).
+/// `updated_at` are sorted (by rowid, the insertion order), a few at a time (the migration of
+/// issue 17 dropped `sessions_by_updated`: one index fewer for every upsert to write).
 pub(super) const LIST_BY_UPDATED: &str = concat!(
     "SELECT key, entry, updated_at, rowid FROM sessions INDEXED BY sessions_by_archived WHERE archived = 0",
     list_where!(),
