@@ -335,7 +335,7 @@ fn the_unfiltered_inventory_page_merges_the_archived_index_without_sorting() {
 fn the_migrations_drop_sessions_by_updated() {
     let s = Store::open(":memory:").unwrap();
     let n = s
-        .read(|db| db.count("SELECT count(*) FROM sqlite_master WHERE name = 'sessions_by_updated'", args![]))
+        .read(|db| db.count("SELECT count(*) FROM sqlite_master WHERE name = 'sessions_by_updated'", crate::args![]))
         .unwrap();
     assert_eq!(n, 0);
 }

@@ -83,9 +83,9 @@ fn passive(conn: &Connection) -> (i64, i64, i64) {
 /// Frames in the log file of `conn`'s database (a 32-byte header, then 24 bytes + a page each).
 fn frames_in_file(conn: &Connection) -> u64 {
     let path: String = conn.query_row("PRAGMA database_list", [], |r| r.get(2)).unwrap();
-    let page: u64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
     let len = std::fs::metadata(format!("{path}-wal")).map(|m| m.len()).unwrap_or(0);
-    len.saturating_sub(32) / (page + 24)
+    len.saturating_sub(32) / (page as u64 + 24)
 }
 
 fn wal_pair(name: &str) -> (Connection, Connection) {
