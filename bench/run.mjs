@@ -181,7 +181,7 @@ async function storeWorkloads() {
     })
 
     // 5. a burst of 1,000 upserts started at once (better-sqlite3: 1,000 synchronous calls)
-    const burstKeys = (i) => Array.from({ length: BURST }, (_, w) => keys[(i * 7919 + w * 31) % size])
+    const burstKeys = (i) => Array.from({ length: BURST }, (_, w) => keys[(((i * 7919 + w * 31) % size) + size) % size]) // warm-up i < 0
     record('burst1000', size, {
       baseline: null,
       sqlite: await burst(BURST, (i) => { for (const [w, k] of burstKeys(i).entries()) sq.upsertSession(k, patchFor(w)); return Promise.resolve() }),
