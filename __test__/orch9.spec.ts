@@ -364,3 +364,51 @@ describe('sessions_send mode resume (2026.9)', () => {
     expect((await tool(st2, 'subagents', {})).tasks[0].taskId).toBe(taskId)
   })
 })
+
+describe('a sub-agent that yields for its own children (2026.9)', () => {
+  it('given an orchestrator child that spawns two children and yields when they finish then its woken turn adopts its task and that reply is announced once', async () => {
+    const requests: AgentRunRequest[] = []
+    const events: SessionToolsEvent[] = []
+    let release!: () => void
+    const diggers = new Promise<void>((r) => (release = r))
+    let st!: SessionTools
+    const runAgent = async (req: AgentRunRequest) => {
+      requests.push(req)
+      if (req.lane !== 'subagent') return { reply: 'ok' }
+      if (req.message.startsWith('dig')) return diggers.then(() => ({ reply: `found by ${req.message}` }))
+      if (req.message.endsWith(CONTEXT_LINE)) return { reply: 'combined report' }
+      const ctx = { agentSessionKey: req.sessionKey, runId: req.runId } as any
+      for (const task of ['dig A', 'dig B']) expect((await st.executeTool('sessions_spawn', { task }, ctx)).details).toMatchObject({ status: 'accepted' })
+      expect((await st.executeTool('sessions_yield', { message: 'merge the findings' }, ctx)).details).toEqual({ status: 'yielded' })
+      return { reply: 'waiting for my children' }
+    }
+    st = await open9({ runAgent, onEvent: (e: SessionToolsEvent) => void events.push(e) })
+    const out: any = await st.sessionsSpawn({ task: 'orchestrate', label: 'lead', runTimeoutSeconds: 77 }, MAIN)
+    const completions = () => requests.filter((r) => r.lane === 'announce' && r.sessionKey === 'agent:main:main')
+
+    // paused: held back, its task running and waiting on its two children
+    const list = await until(async () => {
+      const l = await tool(st, 'subagents', {})
+      return l.tasks.find((t: any) => t.label === 'lead')?.execution?.state === 'waiting' && l
+    })
+    const lead = list.tasks.find((t: any) => t.label === 'lead')
+    expect(lead).toMatchObject({ status: 'running', execution: { state: 'waiting', wait: { kind: 'children', pendingCount: 2 } } })
+    expect(list.text).toMatch(/\) waiting on 2 children - orchestrate/) // not `active (waiting on 2 children)`
+    expect(events.some((e) => e.type === 'subagent.paused' && e.runId === out.runId)).toBe(true)
+    expect(completions()).toEqual([])
+
+    release()
+    const handoff = await until(() => completions()[0])
+    expect(handoff.message).toContain('combined report')
+    expect(handoff.message).not.toContain('waiting for my children')
+    const woken = requests.filter((r) => r.sessionKey === out.childSessionKey && r.message.endsWith(CONTEXT_LINE))
+    expect(woken).toHaveLength(1)
+    expect(woken[0]).toMatchObject({ lane: 'subagent', message: `merge the findings\n\n${CONTEXT_LINE}`, spawnedBy: 'agent:main:main', label: 'lead', timeoutMs: 77_000, deliver: false })
+    const resumed = events.find((e) => e.type === 'subagent.resumed')
+    expect(resumed).toMatchObject({ runId: woken[0].runId, previousRunId: out.runId, taskRunId: out.runId })
+    await until(async () => (await tool(st, 'subagents', {})).tasks.find((t: any) => t.taskId === lead.taskId)?.status === 'completed')
+    await new Promise((r) => setTimeout(r, 200))
+    expect(completions()).toHaveLength(1)
+    expect(requests.filter((r) => r.message.endsWith(CONTEXT_LINE))).toHaveLength(1)
+  })
+})

@@ -1,3 +1,5 @@
+//! Tests of the engine settings: where each is read from and which place wins.
+
 use serde_json::json;
 
 use super::*;

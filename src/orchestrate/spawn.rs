@@ -265,6 +265,7 @@ pub async fn run(orch: &Arc<Orchestrator>, request: SpawnRequest, ctx: &ToolCont
         cleanup_completed_at: None,
         pause_reason: None,
         task_run_id: None,
+        run_timeout_seconds: (run_timeout_secs > 0).then_some(run_timeout_secs),
     };
     subagents::register(orch, record).await?;
     // 15.

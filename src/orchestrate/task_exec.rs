@@ -1,7 +1,7 @@
 //! The `execution` of a task as 2026.9's `subagents` shows it (`getTaskExecutionObservation`),
 //! apart from its status and its delivery: `finished` once the task is terminal, `unknown` when
-//! it is lost or its run is not in the sub-agent registry, `waiting` while the child session
-//! waits in its own `sessions_yield` (on its pending children, or `external` when none), else
+//! it is lost or its run is not in the sub-agent registry, `waiting` while the child is paused
+//! in its own `sessions_yield` (on its pending children, or `external` when none), else
 //! `running`. Reads only.
 
 use serde_json::{json, Map, Value};
@@ -25,7 +25,7 @@ pub fn execution(db: &Db<'_>, t: &TaskRow) -> Result<Value> {
         _ => None,
     };
     let Some(record) = record else { return Ok(json!({"state": "unknown"})) };
-    if record.ended_at.is_none() && !db.open_yields_of(&record.child_session_key)?.is_empty() {
+    if crate::orchestrate::subagents::pause::is_paused(&record) {
         let mut pending = db.undelivered_children(&record.child_session_key)?;
         pending.sort_by(|a, b| a.run_id.cmp(&b.run_id));
         let wait = if pending.is_empty() {

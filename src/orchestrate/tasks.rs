@@ -514,6 +514,8 @@ pub(crate) fn cancel_in(db: &Db<'_>, task_id: &str, run_id: &str, now: i64) -> R
         r.archive_at_ms = None;
         r.pause_reason = None;
         db.put_subagent_run(&r)?;
+        // a cancelled child is never woken by its own yield
+        super::subagents::pause::close_yields(db, &r.child_session_key, now)?;
     }
     t.status = "cancelled".into();
     t.delivery_status = Some("not_applicable".into());

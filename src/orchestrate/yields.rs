@@ -12,8 +12,10 @@
 //! one resume run on the session (its message is the private `message` with the 2026.9
 //! context line); when that run ends the yield is `resumed`. A resume run cut short by a
 //! restart is started again by the next open ([`recover`]), or by the store that takes over
-//! from its gone owner ([`adopt`]). Nothing here decides how a
-//! completion is delivered: that is the sub-agent registry's.
+//! from its gone owner ([`adopt`]). A sub-agent session's yield resumes only once its run has
+//! ended and paused it, and its resume run adopts the paused child (2026.9: that turn's end is
+//! the child's completion; `subagents::pause`). Nothing here decides how a completion is
+//! delivered: that is the sub-agent registry's.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::runs::{Provenance, RunSpec, RunStatus, INTERRUPTED};
+use super::subagents::{pause, SubagentRun};
 use super::{blocking, new_chain_id, Orchestrator};
 use crate::entry::{self, DeliveryContext};
 use crate::error::Result;
@@ -190,7 +193,7 @@ pub async fn run(orch: &Arc<Orchestrator>, params: &Value, ctx: &ToolContext, ct
                 own.iter().filter(|c| !taken.contains(&c.run_id)).map(|c| c.run_id.clone()).collect();
             if fresh.is_empty() && !wait_message {
                 let pending = if turn.is_some() { others } else { own };
-                let views = views(db, &pending, &taken)?;
+                let views = views(&pending, &taken)?;
                 return Ok(Err(views));
             }
             let row = YieldRow {
@@ -256,13 +259,15 @@ fn turn_of(row: &YieldRow) -> Option<&str> {
     row.turn_run_id.as_deref()
 }
 
-/// The pending children as `already_pending` shows them: a child whose own session waits in a
-/// `waitFor: "message"` yield is `paused`; `wakeArmed` when an open yield claimed it.
-fn views(db: &crate::store::Db<'_>, pending: &[PendingChild], taken: &HashSet<&String>) -> Result<Vec<ChildView>> {
+/// The pending children as `already_pending` shows them: a child paused in its own
+/// `sessions_yield` is `paused`; `wakeArmed` when an open yield claimed it.
+fn views(pending: &[PendingChild], taken: &HashSet<&String>) -> Result<Vec<ChildView>> {
     let mut out = Vec::new();
     for c in pending {
         let record: Value = serde_json::from_str(&c.record).unwrap_or(Value::Null);
-        let paused = db.open_yields_of(&c.child_session_key)?.iter().any(|y| y.wait_for == "message");
+        // 2026.9: a child whose run ended in its own `sessions_yield` (`subagents::pause`)
+        let paused = record.get("pauseReason").and_then(Value::as_str) == Some(pause::YIELD_PAUSE)
+            && record.get("endedAt").is_none_or(Value::is_null);
         let state = if paused {
             "paused"
         } else if c.ended {
@@ -284,11 +289,16 @@ fn views(db: &crate::store::Db<'_>, pending: &[PendingChild], taken: &HashSet<&S
 }
 
 /// Resumes every waiting yield of `session_key` whose claimed children have all delivered.
-/// Called when a completion of one of its children settles, after a cancel, and on open.
+/// Called when a completion of one of its children settles, after a cancel, on open, and when
+/// a child session is paused. A child session whose run is still going is left until its run
+/// has ended and paused it (`subagents::pause`).
 pub async fn check(orch: &Arc<Orchestrator>, session_key: &str) {
     let (e, k) = (orch.engine().clone(), session_key.to_owned());
     let due = blocking(move || {
         e.store().read(|db| {
+            if pause::yield_held(db, &k)? {
+                return Ok(Vec::new());
+            }
             let undelivered: HashSet<String> = db.undelivered_children(&k)?.into_iter().map(|c| c.run_id).collect();
             let open = db.open_yields_of(&k)?;
             Ok(open
@@ -316,7 +326,23 @@ pub async fn check(orch: &Arc<Orchestrator>, session_key: &str) {
 /// `resuming` with that run's id in the write that records the run, and only if it still
 /// stands as `y` was read (waiting, or resuming a run cut short): of two stores or tasks that
 /// try, one resumes it, and no store ever sees it `resuming` without its run.
+///
+/// The yield of a child paused in it (2026.9) resumes it as the child: the resume run adopts
+/// the paused record in that same write (`subagents::pause::adopt_in`), so that its end is
+/// the child's one completion.
 async fn resume(orch: &Arc<Orchestrator>, y: YieldRow) {
+    let (e, k) = (orch.engine().clone(), y.session_key.clone());
+    let paused = if keys::is_subagent_key(&k) {
+        match blocking(move || e.store().read(|db| pause::paused_of(db, &k))).await {
+            Ok(p) => p,
+            Err(err) => {
+                orch.emit("store.error", None, Some(&y.session_key), json!({"error": err.message()}));
+                return;
+            }
+        }
+    } else {
+        None
+    };
     let (e, k) = (orch.engine().clone(), y.session_key.clone());
     let stored = blocking(move || e.get_session(&Value::from(k)))
         .await
@@ -326,7 +352,7 @@ async fn resume(orch: &Arc<Orchestrator>, y: YieldRow) {
         .unwrap_or_default();
     let origin = DeliveryContext::of_object(y.origin.as_ref());
     let route = if origin.is_empty() { stored } else { origin };
-    let run_id = match start_resume_run(orch, &y, &route) {
+    let run_id = match start_resume_run(orch, &y, &route, paused.as_ref()) {
         Ok(Some(id)) => id,
         // another store or task resumed it first
         Ok(None) => return,
@@ -341,12 +367,46 @@ async fn resume(orch: &Arc<Orchestrator>, y: YieldRow) {
             return;
         }
     };
+    if let Some(rec) = &paused {
+        let task_run_id = rec.task_run_id.clone().unwrap_or_else(|| rec.run_id.clone());
+        pause::adopted_by(orch, rec, &run_id, &task_run_id);
+    }
     orch.emit("session.resumed", Some(&run_id), Some(&y.session_key), json!({"yieldId": y.yield_id}));
     await_resume(orch, y.yield_id, run_id);
 }
 
-fn start_resume_run(orch: &Orchestrator, y: &YieldRow, route: &DeliveryContext) -> Result<Option<String>> {
+/// Records the resume run of `y` and claims the yield for it, in one write; with `paused`, the
+/// run is the child's (its options, its timeout) and adopts that record in the same write. It
+/// declines when the session's paused record is not `paused` any more (or was paused since the
+/// yield was read): whoever changed it resumes the yield, or closed it.
+fn start_resume_run(
+    orch: &Orchestrator,
+    y: &YieldRow,
+    route: &DeliveryContext,
+    paused: Option<&SubagentRun>,
+) -> Result<Option<String>> {
     let cfg = orch.engine().config();
+    if let Some(rec) = paused {
+        let spec = RunSpec {
+            session_key: y.session_key.clone(),
+            message: resume_text(&y.message),
+            provenance: Provenance { kind: "sessions_yield", source_session_key: None },
+            options: pause::resumed_options(&cfg, rec, new_chain_id()),
+            chain_limit: None,
+        };
+        let agent_of = crate::orchestrate::tasks::agent_resolver(orch);
+        let claim = |db: &crate::store::Db<'_>, run_id: &str| {
+            let now = pause::paused_of(db, &y.session_key)?;
+            if now.as_ref().map(|r| r.run_id.as_str()) != Some(rec.run_id.as_str())
+                || !db.claim_yield_resume(&y.yield_id, &y.status, y.resume_run_id.as_deref(), run_id)?
+            {
+                return Ok(false);
+            }
+            Ok(pause::adopt_in(db, &rec.run_id, run_id, &agent_of)?.is_ok())
+        };
+        let key = Some(format!("yield-resume:{}", y.yield_id));
+        return orch.runs().start_guarded(orch.engine().clone(), orch.host().clone(), spec, key, Some(&claim));
+    }
     let thread = match &route.thread_id {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),
@@ -368,6 +428,10 @@ fn start_resume_run(orch: &Orchestrator, y: &YieldRow, route: &DeliveryContext) 
         chain_limit: None,
     };
     let claim = |db: &crate::store::Db<'_>, run_id: &str| {
+        // a session paused since the yield was read is resumed by its pause, as the child
+        if keys::is_subagent_key(&y.session_key) && pause::paused_of(db, &y.session_key)?.is_some() {
+            return Ok(false);
+        }
         db.claim_yield_resume(&y.yield_id, &y.status, y.resume_run_id.as_deref(), run_id)
     };
     let key = Some(format!("yield-resume:{}", y.yield_id));

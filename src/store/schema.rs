@@ -261,10 +261,16 @@ const MIGRATIONS: &[&str] = &[
     ON CONFLICT (task_id) DO NOTHING;
     DROP TABLE IF EXISTS task_runs_2026_9;
     "#,
-    // (writefast, perf, issue 17) every upsert rewrote the entries of each index holding `updated_at`;
-    // `sessions_by_updated` goes, as the unfiltered list and inventory page read the two halves
-    // of `sessions_by_archived` (archived, updated_at DESC, key) merged instead. It touches
-    // only that index (SQLite only: PostgreSQL keeps its own and plans its lists itself).
+    // 13 (yieldpause, issue 14): a child session's records by its key (a paused child is found
+    // by its session, `Db::subagent_runs_of_child`). It touches only that index; IF NOT EXISTS,
+    // so its place among the migrations does not matter.
+    r#"
+    CREATE INDEX IF NOT EXISTS subagent_runs_by_child ON subagent_runs (child_key);
+    "#,
+    // 14 (writefast, perf, issue 17): every upsert rewrote the entries of each index holding
+    // `updated_at`; `sessions_by_updated` goes, as the unfiltered list and inventory page read the
+    // two halves of `sessions_by_archived` (archived, updated_at DESC, key) merged instead. It
+    // touches only that index (SQLite only: PostgreSQL keeps its own and plans its lists itself).
     r#"
     DROP INDEX IF EXISTS sessions_by_updated;
     "#,

@@ -68,6 +68,10 @@ pub struct SubagentRun {
     /// the same task (a resumed child)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_run_id: Option<String>,
+    /// 2026.9 `runTimeoutSeconds`: the child's own run timeout from its spawn (absent: the
+    /// default), the timeout of its resumed runs too
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "opt_secs")]
+    pub run_timeout_seconds: Option<u64>,
 }
 
 // Timestamps and counts written by JavaScript may arrive as floats (`1.7e12`); any finite
@@ -79,6 +83,10 @@ fn number<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<
 
 fn opt_ms<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<i64>, D::Error> {
     Ok(number(d)?.map(|f| f.trunc() as i64))
+}
+
+fn opt_secs<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
+    Ok(number(d)?.filter(|f| *f >= 0.0).map(|f| f.min(u64::MAX as f64).trunc() as u64))
 }
 
 fn ms<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
@@ -114,6 +122,9 @@ impl SubagentRun {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
 }
+
+/// The records of one child session (what finds a paused child), on `subagent_runs_by_child`.
+pub(crate) const RUNS_OF_CHILD: &str = "SELECT record FROM subagent_runs WHERE child_key = ?1 ORDER BY rowid";
 
 fn read_rows(rows: Vec<String>) -> Vec<SubagentRun> {
     let mut out: Vec<SubagentRun> = rows.iter().filter_map(|t| SubagentRun::from_json(t)).collect();
@@ -165,13 +176,9 @@ impl Db<'_> {
         Ok(read_rows(rows))
     }
 
-    /// The records of one child session, in `createdAt` order.
+    /// The records of one child session, in `createdAt` order (index `subagent_runs_by_child`).
     pub fn subagent_runs_of_child(&self, child_key: &str) -> Result<Vec<SubagentRun>> {
-        let rows =
-            self.rows("SELECT record FROM subagent_runs WHERE child_key = ?1 ORDER BY rowid", args![child_key], |r| {
-                r.get(0)
-            })?;
-        Ok(read_rows(rows))
+        Ok(read_rows(self.rows(RUNS_OF_CHILD, args![child_key], |r| r.get(0))?))
     }
 
     /// The records of a requester whose run has not ended, in `createdAt` order.

@@ -35,6 +35,7 @@ fn record(id: &str, requester: &str, created: i64) -> SubagentRun {
         cleanup_completed_at: None,
         pause_reason: None,
         task_run_id: None,
+        run_timeout_seconds: None,
     }
 }
 
@@ -173,4 +174,63 @@ fn unreadable_records_are_skipped_and_a_missing_announce_gets_a_stable_key() {
     .unwrap();
     assert_eq!((f.created_at, f.ended_at, f.started_at, f.announce.attempts), (1_700_000_000_000, Some(5), None, 2));
     assert_eq!((r.cleanup.as_str(), r.ended_at), ("keep", Some(9)));
+}
+
+#[test]
+fn the_run_timeout_reads_from_old_rows_and_from_numbers_as_javascript_writes_them() {
+    let with = |t: &str| {
+        let text =
+            format!(r#"{{"runId":"r","childSessionKey":"c","requesterSessionKey":"q","requesterDisplayKey":"q"{t}}}"#);
+        SubagentRun::from_json(&text).unwrap().run_timeout_seconds
+    };
+    assert_eq!(with(""), None, "a row written before the field reads as the default");
+    assert_eq!(with(r#","runTimeoutSeconds":30"#), Some(30));
+    assert_eq!(with(r#","runTimeoutSeconds":12.9"#), Some(12));
+    assert_eq!(with(r#","runTimeoutSeconds":-1"#), None);
+    assert_eq!(with(r#","runTimeoutSeconds":"x""#), None);
+    let mut r = record("a", "agent:main:main", 1);
+    r.run_timeout_seconds = Some(30);
+    assert_eq!(r.to_json()["runTimeoutSeconds"], 30);
+    assert_eq!(SubagentRun::from_json(&r.to_json().to_string()), Some(r));
+}
+
+/// Finding a child session's records (a paused child) reads `subagent_runs_by_child` on both
+/// backends, never the whole table (on SQLite in registration order, without a sort).
+#[test]
+fn the_records_of_a_child_session_are_read_through_its_index() {
+    let [sqlite, pg] = testdb::stores();
+    let plan = sqlite
+        .read(|db| {
+            let mut st =
+                db.conn()?.prepare(&format!("EXPLAIN QUERY PLAN {RUNS_OF_CHILD}")).map_err(crate::store::sql)?;
+            let rows = st.query_map(["c"], |r| r.get::<_, String>(3)).map_err(crate::store::sql)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(crate::store::sql)
+        })
+        .unwrap()
+        .join("\n");
+    assert!(plan.contains("USING INDEX subagent_runs_by_child"), "{plan}");
+    assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+
+    pg.write(|db| {
+        for i in 0..2000 {
+            let mut r = record(&format!("r{i}"), "agent:main:main", i);
+            r.child_session_key = format!("agent:main:subagent:c{}", i % 400);
+            db.put_subagent_run(&r)?;
+        }
+        db.exec("ANALYZE subagent_runs", crate::args![])?;
+        Ok(())
+    })
+    .unwrap();
+    let plan = crate::store::transcripts::tests::pg_generic_plan(
+        &pg,
+        "PREPARE p (text) AS SELECT record FROM subagent_runs WHERE child_key = $1 ORDER BY rowid",
+        "EXPLAIN EXECUTE p('agent:main:subagent:c7')",
+    );
+    // (the planner may sort the few rows a bitmap scan of the index finds, by cost)
+    assert!(plan.contains("on subagent_runs_by_child"), "{plan}");
+    assert!(!plan.contains("Seq Scan"), "{plan}");
+    assert_eq!(
+        RUNS_OF_CHILD.replace("?1", "$1"),
+        "SELECT record FROM subagent_runs WHERE child_key = $1 ORDER BY rowid"
+    );
 }

@@ -287,4 +287,4 @@ fn stored_message(r: &Row<'_>) -> Result<StoredMessage> {
 
 #[cfg(test)]
 #[path = "transcripts_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -1,3 +1,5 @@
+//! Tests of the transcript store on SQLite and PostgreSQL: appends, ids, reads and plans.
+
 use super::*;
 use crate::args;
 use crate::store::pg::testdb;
@@ -193,7 +195,7 @@ fn a_long_append_of_both_kinds_reads_back_exactly_nulls_and_text_included() {
 }
 
 /// The plan PostgreSQL keeps for a prepared statement once it stops re-planning per call.
-fn pg_generic_plan(s: &Store, prepare: &'static str, explain: &'static str) -> String {
+pub(crate) fn pg_generic_plan(s: &Store, prepare: &'static str, explain: &'static str) -> String {
     s.write(|db| {
         db.exec("SET LOCAL plan_cache_mode = force_generic_plan", args![])?;
         db.exec(prepare, args![])?;

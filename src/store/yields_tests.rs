@@ -25,6 +25,7 @@ fn record(id: &str, ended: bool, announce: &str) -> SubagentRun {
         cleanup_completed_at: None,
         pause_reason: None,
         task_run_id: None,
+        run_timeout_seconds: None,
     }
 }
 

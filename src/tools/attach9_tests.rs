@@ -1,3 +1,5 @@
+//! Tests of `sessions_spawn` attachments (2026.9): the switch, the count and size limits.
+
 use super::*;
 use serde_json::json;
 

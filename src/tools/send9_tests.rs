@@ -1,3 +1,5 @@
+//! Tests of `sessions_send` under the 2026.9 contract: parameter checks, modes and refusal texts.
+
 use super::*;
 use serde_json::json;
 

@@ -1,3 +1,5 @@
+//! Tests of `sessions_spawn` under the 2026.9 contract: refused parameters, task names, limits.
+
 use super::*;
 use serde_json::json;
 

@@ -42,7 +42,7 @@ use crate::tools::ToolContext;
 /// Messages read to find a run's reply.
 pub const REPLY_READ_LIMIT: u32 = 50;
 /// The channel every run of the flow is made on.
-const WEBCHAT: &str = "webchat";
+pub(crate) const WEBCHAT: &str = "webchat";
 
 /// What trying to start a run came to.
 enum Started {

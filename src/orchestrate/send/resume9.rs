@@ -11,10 +11,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{start_checked, Started, WEBCHAT};
+use super::{start_checked, Started};
 use crate::entry::Entry;
 use crate::error::Result;
-use crate::host::{Lane, RunOptions};
 use crate::keys;
 use crate::orchestrate::runs::{Provenance, RunSpec};
 use crate::orchestrate::state::Orchestrator;
@@ -96,12 +95,7 @@ pub async fn run(orch: &Arc<Orchestrator>, ask: ResumeAsk<'_>, entry: Option<&En
         session_key: ask.target_key.to_owned(),
         message: ask.message,
         provenance: Provenance { kind: "inter_session", source_session_key: Some(ask.caller.to_owned()) },
-        options: RunOptions {
-            channel: Some(WEBCHAT.to_owned()),
-            label: paused.label.clone(),
-            spawned_by: Some(paused.requester_session_key.clone()),
-            ..RunOptions::new(Lane::Subagent, cfg.default_timeout_seconds.saturating_mul(1000), chain)
-        },
+        options: pause::resumed_options(&cfg, &paused, chain),
         chain_limit: None,
     };
     let run_id = match start_checked(orch, spec).await? {

@@ -1,3 +1,5 @@
+//! Tests of `sessions_send` under the 2026.9 contract end to end, with the fake host.
+
 use std::sync::Arc;
 
 use serde_json::{json, Value};

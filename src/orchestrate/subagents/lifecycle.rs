@@ -135,6 +135,11 @@ pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<(
         })
         .await?;
         orch.runs().abort(&rec.run_id, REQUESTER_DELETED);
+        if stopped.is_some() {
+            // a stopped child is never woken by its own yield
+            let (e, child) = (orch.engine().clone(), rec.child_session_key.clone());
+            blocking(move || e.store().write(|db| super::pause::close_yields(db, &child, now))).await?;
+        }
         if let Some(r) = stopped {
             finalize(orch, r).await;
         }

@@ -229,3 +229,22 @@ async fn a_paused_child_is_no_active_child_and_stops_with_its_requester() {
     assert!(requests_in(&host, Lane::Announce).is_empty());
     o.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_run_keeps_the_childs_own_run_timeout() {
+    let (o, host, _cell) = open_pausing(":memory:").await;
+    for (params, want_ms) in [
+        (json!({"task": "investigate", "runTimeoutSeconds": 42}), 42_000),
+        (json!({"task": "investigate"}), o.engine().config().default_timeout_seconds * 1000),
+    ] {
+        let out = spawn(&o, params, main_ctx()).await;
+        let child = str_of(&out, "childSessionKey");
+        until("the child is paused", || paused(&o, &child).is_some()).await;
+        let out = send(&o, json!({"sessionKey": child, "message": "continue", "mode": "resume"}), main_ctx()).await;
+        let run = str_of(&out, "runId");
+        until("the resumed run", || requests_in(&host, Lane::Subagent).iter().any(|r| r.run_id == run)).await;
+        let resumed = requests_in(&host, Lane::Subagent).into_iter().find(|r| r.run_id == run).unwrap();
+        assert_eq!(resumed.options.timeout_ms, want_ms);
+    }
+    o.close().await;
+}

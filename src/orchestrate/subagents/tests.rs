@@ -168,6 +168,7 @@ async fn trigger_for(config: Value, outcome: Option<RunOutcome>, child_entry: Va
         cleanup_completed_at: None,
         pause_reason: None,
         task_run_id: None,
+        run_timeout_seconds: None,
     };
     let t = build_trigger(&o, &rec).await.unwrap();
     o.close().await;
@@ -702,6 +703,7 @@ fn imported(run_id: &str, ended: Option<i64>, status: &str) -> SubagentRun {
         cleanup_completed_at: (status != "pending").then_some(3_000),
         pause_reason: None,
         task_run_id: None,
+        run_timeout_seconds: None,
     }
 }
 

@@ -226,6 +226,11 @@ pub const MIGRATIONS: &[&str] = &[
     ON CONFLICT (task_id) DO NOTHING;
     DROP TABLE IF EXISTS task_runs_2026_9;
     "#,
+    // 4 (yieldpause, issue 14): SQLite migration 13: a child session's records by its key, in
+    // registration order (SQLite's index carries the rowid itself).
+    r#"
+    CREATE INDEX IF NOT EXISTS subagent_runs_by_child ON subagent_runs (child_key, rowid);
+    "#,
 ];
 
 /// The version this build writes.
