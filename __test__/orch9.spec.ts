@@ -160,6 +160,46 @@ describe('subagents (2026.9)', () => {
     expect((await st2.listSubagentRuns()).find((r: any) => r.runId === child.runId).announce.status).toBe('skipped')
   })
 
+  it('given a child with children and a grandchild when it is cancelled then the whole tree stops unannounced, also after a reopen', async () => {
+    const db = path.join(tmpDir(), 'sessions.db')
+    const requests: AgentRunRequest[] = []
+    const host = gatedHost(requests)
+    const aborted: string[][] = []
+    const events: SessionToolsEvent[] = []
+    const opts = { path: db, contract: '2026.9', runAgent: host.runAgent, abortRun: (runId: string, reason: string) => void aborted.push([runId, reason]), onEvent: (e: SessionToolsEvent) => void events.push(e) }
+    const st1 = await SessionTools.open(opts as any)
+    const a: any = await st1.sessionsSpawn({ task: 'orchestrate', label: 'alpha' }, MAIN)
+    const b: any = await st1.sessionsSpawn({ task: 'bravo-task' }, { agentSessionKey: a.childSessionKey })
+    const c: any = await st1.sessionsSpawn({ task: 'charlie-task' }, { agentSessionKey: b.childSessionKey })
+    const d: any = await st1.sessionsSpawn({ task: 'delta-task' }, { agentSessionKey: c.childSessionKey })
+    expect((await tool(st1, 'sessions_yield', { message: 'wake b' }, { agentSessionKey: b.childSessionKey })).status).toBe('yielded')
+    const tasks = (await tool(st1, 'subagents', {})).tasks
+    expect(tasks).toHaveLength(4)
+    const aId = tasks.find((t: any) => t.label === 'alpha').taskId
+
+    expect(await tool(st1, 'subagents', { action: 'cancel', taskId: aId })).toEqual({ status: 'cancelled', taskId: aId, found: true, cancelled: true })
+    await until(() => aborted.length === 4)
+    expect(aborted.map((x) => x[0]).sort()).toEqual([a.runId, b.runId, c.runId, d.runId].sort())
+    const after: any[] = await st1.listSubagentRuns()
+    for (const child of [b, c, d]) {
+      expect(after.find((r: any) => r.runId === child.runId)).toMatchObject({ outcome: { status: 'error', error: 'killed' }, announce: { status: 'skipped' } })
+    }
+    const listed = await tool(st1, 'subagents', {})
+    expect(listed.tasks.filter((t: any) => t.error === 'Subagent run killed.').map((t: any) => t.status)).toEqual(['cancelled', 'cancelled', 'cancelled'])
+    expect(events.filter((e: any) => e.type === 'subagent.cancelled')).toHaveLength(4)
+    host.release()
+    await new Promise((r) => setTimeout(r, 200))
+    expect(requests.filter((r) => r.lane === 'announce')).toHaveLength(0)
+    expect(requests.some((r) => r.message.startsWith('wake b'))).toBe(false)
+    await st1.close()
+
+    const second: AgentRunRequest[] = []
+    const st2 = track(await SessionTools.open({ path: db, contract: '2026.9', runAgent: async (req: AgentRunRequest) => (second.push(req), { reply: 'ok' }) } as any))
+    await new Promise((r) => setTimeout(r, 200))
+    expect(second).toHaveLength(0)
+    expect((await tool(st2, 'subagents', {})).tasks.map((t: any) => t.status)).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled'])
+  })
+
   it('exists only under the 2026.9 contract', async () => {
     const st = await openMem()
     await expect(st.executeTool('subagents', {}, MAIN)).rejects.toMatchObject({ code: 'INVALID_REQUEST' })

@@ -28,9 +28,27 @@ pub fn new_session_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// Read access to an entry's fields by name: the whole entry, or an entry of which only some
+/// fields were parsed (a listing's rows, `store::sessions::SparseEntry`).
+pub trait Fields {
+    fn field(&self, name: &str) -> Option<&Value>;
+}
+
+impl Fields for Entry {
+    fn field(&self, name: &str) -> Option<&Value> {
+        self.get(name)
+    }
+}
+
+impl<T: Fields + ?Sized> Fields for &T {
+    fn field(&self, name: &str) -> Option<&Value> {
+        (**self).field(name)
+    }
+}
+
 /// A string field, when it is a string.
-pub fn str_field<'a>(entry: &'a Entry, name: &str) -> Option<&'a str> {
-    entry.get(name).and_then(Value::as_str)
+pub fn str_field<'a, E: Fields + ?Sized>(entry: &'a E, name: &str) -> Option<&'a str> {
+    entry.field(name).and_then(Value::as_str)
 }
 
 /// A string field, trimmed, when non-empty.
@@ -228,14 +246,14 @@ impl DeliveryContext {
 
 /// The entry's merged route: `{lastChannel ?? channel, lastTo, lastAccountId, lastThreadId}`
 /// over the stored `deliveryContext` (§2.4).
-pub fn delivery_context(entry: &Entry) -> DeliveryContext {
+pub fn delivery_context<E: Fields + ?Sized>(entry: &E) -> DeliveryContext {
     let primary = DeliveryContext::from_parts(
-        entry.get("lastChannel").filter(|v| v.is_string()).or_else(|| entry.get("channel")),
-        entry.get("lastTo"),
-        entry.get("lastAccountId"),
-        entry.get("lastThreadId"),
+        entry.field("lastChannel").filter(|v| v.is_string()).or_else(|| entry.field("channel")),
+        entry.field("lastTo"),
+        entry.field("lastAccountId"),
+        entry.field("lastThreadId"),
     );
-    primary.overlay(DeliveryContext::of_object(entry.get("deliveryContext")))
+    primary.overlay(DeliveryContext::of_object(entry.field("deliveryContext")))
 }
 
 /// §2.4: rewrites `deliveryContext` and `last*` from the merged route when they differ from it.
@@ -308,13 +326,13 @@ pub fn reset(old: Option<&Entry>, now: i64) -> Entry {
 }
 
 /// `channel` of a list row: the entry's channel, else the channel of a group key.
-pub fn row_channel(key: &str, entry: &Entry) -> Option<String> {
+pub fn row_channel<E: Fields + ?Sized>(key: &str, entry: &E) -> Option<String> {
     str_field(entry, "channel").map(str::to_owned).or_else(|| parse_group_key(key).map(|g| g.channel))
 }
 
 /// The `displayName` of a list row (§2.7): entry displayName → group display name (when the
 /// row has a channel) → label → origin.label.
-pub fn display_name(key: &str, entry: &Entry) -> Option<String> {
+pub fn display_name<E: Fields + ?Sized>(key: &str, entry: &E) -> Option<String> {
     if let Some(d) = str_field(entry, "displayName") {
         return Some(d.to_owned());
     }
@@ -332,7 +350,7 @@ pub fn display_name(key: &str, entry: &Entry) -> Option<String> {
     if let Some(l) = str_field(entry, "label") {
         return Some(l.to_owned());
     }
-    entry.get("origin").and_then(|o| o.get("label")).and_then(Value::as_str).map(str::to_owned)
+    entry.field("origin").and_then(|o| o.get("label")).and_then(Value::as_str).map(str::to_owned)
 }
 
 fn slug(raw: &str) -> String {
@@ -404,11 +422,11 @@ pub fn group_display_name(
 }
 
 /// `totalTokens` of a row: the entry's, else input + output (always a number).
-pub fn total_tokens(entry: &Entry) -> Value {
-    if let Some(t) = entry.get("totalTokens").filter(|v| v.is_number()) {
+pub fn total_tokens<E: Fields + ?Sized>(entry: &E) -> Value {
+    if let Some(t) = entry.field("totalTokens").filter(|v| v.is_number()) {
         return t.clone();
     }
-    let n = |name: &str| entry.get(name).and_then(Value::as_f64).unwrap_or(0.0);
+    let n = |name: &str| entry.field(name).and_then(Value::as_f64).unwrap_or(0.0);
     let sum = n("inputTokens") + n("outputTokens");
     if sum.fract() == 0.0 && sum.abs() < 9.0e15 {
         Value::from(sum as i64)

@@ -58,7 +58,6 @@ impl Engine {
             main_key: km.main_key().to_owned(),
             global_scope: km.is_global_scope(),
             default_agent: km.default_agent().to_owned(),
-            fields: None,
         };
         let rows = self.store.read(|db| {
             let rows = db.list(&filter)?;

@@ -21,6 +21,8 @@ pub enum Cached {
     InlineTurn,
     /// `lanes.rs`: runs the turn's queued writes
     Flush,
+    /// `chunked.rs`: materialises a large answer over several turns
+    Materialise,
 }
 
 /// The environment the references belong to, and the references.

@@ -10,8 +10,9 @@ use napi::Env;
 use serde_json::Value;
 
 use super::cache::{self, Cached};
+use super::chunked::answer_from_text;
 use super::error::{error_value, js_error};
-use super::js::{clear_pending, from_json_text, to_json};
+use super::js::{clear_pending, to_json};
 use super::lanes::{self, Lane, Lanes};
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
@@ -54,7 +55,7 @@ pub fn spawn_text<'env>(
             Ok(out.unwrap_or_else(|_| Err(internal_error())))
         },
         |env, r: CoreResult<String>| match r {
-            Ok(text) => from_json_text(env, &text),
+            Ok(text) => answer_from_text(env, &text),
             Err(e) => Err(js_error(env, &e)),
         },
     )
@@ -116,7 +117,7 @@ pub fn spawn_fast_text<'env>(
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(engine))));
     match out {
         Ok(Err(e)) if crate::store::is_would_block(&e) => {}
-        Ok(Ok(text)) => return PromiseRaw::resolve(env, from_json_text(env, &text)?),
+        Ok(Ok(text)) => return PromiseRaw::resolve(env, answer_from_text(env, &text)?),
         Ok(Err(e)) => return rejected_now(env, &e),
         Err(_) => return rejected_now(env, &internal_error()),
     }
@@ -178,7 +179,7 @@ where
             }))
         },
         |env, r: CoreResult<String>| match r {
-            Ok(text) => from_json_text(env, &text),
+            Ok(text) => answer_from_text(env, &text),
             Err(e) => Err(js_error(env, &e)),
         },
     )

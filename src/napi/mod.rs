@@ -1,9 +1,10 @@
 //! The napi skin: the `SessionTools` class (`session_tools`), how its calls are scheduled
 //! (`jobs`, `lanes`), how results come back to the JS thread (`port`), JSON in and out of JS
-//! (`js`), JS errors with a `code` (`error`) and the host callbacks (`host`). The only place
+//! (`js`; large answers over several turns: `chunked`), JS errors with a `code` (`error`) and the host callbacks (`host`). The only place
 //! napi types appear; it decides nothing: all logic lives below it.
 
 mod cache;
+mod chunked;
 mod error;
 mod host;
 mod jobs;

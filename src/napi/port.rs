@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi::{sys, Env};
 
+use super::chunked::answer_from_text;
 use super::error::error_value;
-use super::js::from_json_text;
 use crate::error::{Error as CoreError, Result as CoreResult};
 
 /// Most promises settled in one turn of the event loop.
@@ -222,7 +222,7 @@ fn settle(env: &Env, d: Done) {
     let deferred = d.deferred as sys::napi_deferred;
     let value = match d.out {
         Ok(text) => {
-            from_json_text(env, &text).map_err(|e| CoreError::store(format!("cannot read the result: {}", e.reason)))
+            answer_from_text(env, &text).map_err(|e| CoreError::store(format!("cannot read the result: {}", e.reason)))
         }
         Err(e) => Err(e),
     };

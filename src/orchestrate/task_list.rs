@@ -119,8 +119,8 @@ fn model_display(entry: &Entry) -> String {
     }
 }
 
-/// `running`, `done`, `failed`, `timeout` or `killed` (a cancelled run), with the children
-/// still pending under it.
+/// `running`, `done`, `failed`, `timeout` or `killed` (a cancelled run, or one stopped with its
+/// ancestor), with the children still pending under it.
 fn display_status(rec: &SubagentRun, pending: usize) -> String {
     let waiting = format!("waiting on {pending} {}", if pending == 1 { "child" } else { "children" });
     // 2026.9: a child paused in its own `sessions_yield`
@@ -129,7 +129,11 @@ fn display_status(rec: &SubagentRun, pending: usize) -> String {
     }
     let status = match (rec.ended_at, rec.outcome.as_ref()) {
         (None, _) => "running",
-        (Some(_), Some(o)) if o.error.as_deref() == Some(super::tasks::CANCELLED) => "killed",
+        (Some(_), Some(o))
+            if matches!(o.error.as_deref(), Some(super::tasks::CANCELLED | super::subagents::cascade::KILLED)) =>
+        {
+            "killed"
+        }
         (Some(_), Some(o)) if o.status == "error" => "failed",
         (Some(_), Some(o)) if o.status == "timeout" => "timeout",
         _ => "done",

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use super::subagents::cascade;
 use super::{blocking, yields, Orchestrator};
 use crate::entry;
 use crate::error::{Error, Result};
@@ -463,13 +464,13 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     // the record and the task first, in one write: the completion wait then finds the run
     // ended and announces nothing, here or in any other process
     let (e, run_id, id) = (orch.engine().clone(), target.run_id.clone().unwrap_or_default(), target.task_id.clone());
-    let now = entry::now_ms();
-    let done = blocking(move || e.store().write(|db| cancel_in(db, &id, &run_id, now))).await?;
-    if !done {
+    let (now, agent_of) = (entry::now_ms(), agent_resolver(orch));
+    let done = blocking(move || e.store().write(|db| cancel_in(db, &id, &run_id, now, &agent_of))).await?;
+    let Some(descendants) = done else {
         return Ok(
             json!({"status": "error", "taskId": task_id, "found": true, "cancelled": false, "reason": ALREADY_TERMINAL}),
         );
-    }
+    };
     let run_id = target.run_id.clone().unwrap_or_default();
     orch.runs().abort(&run_id, CANCELLED);
     // its cleanup (label, archive time, or deletion) as for any settled child
@@ -490,23 +491,34 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
         target.child_session_key.as_deref(),
         json!({"taskId": task_id, "requesterSessionKey": target.owner_key}),
     );
+    // its descendants, stopped in the same write, after it (the tree top first)
+    cascade::after_stop(orch, descendants, Some(&run_id), CANCELLED).await;
     yields::check(orch, &target.owner_key).await;
     Ok(json!({"status": "cancelled", "taskId": task_id, "found": true, "cancelled": true}))
 }
 
 /// The cancel of task `task_id` (child run `run_id`) in one write: the task row and the child's
-/// record end as cancelled, and the record's announce is skipped. `false` when the task has
-/// ended, or when the child's record has (its completion committed first, perhaps in another
-/// process, after the task row was read): the completion stands and is announced. Whichever of
-/// the cancel and the completion commits first wins; the other finds it ended.
-pub(crate) fn cancel_in(db: &Db<'_>, task_id: &str, run_id: &str, now: i64) -> Result<bool> {
-    let Some(mut t) = db.task_run(task_id)? else { return Ok(false) };
+/// record end as cancelled, and the record's announce is skipped; the child's live or paused
+/// descendants are stopped with it (`subagents::cascade`), and returned. `None` when the task
+/// has ended, or when the child's record has (its completion committed first, perhaps in
+/// another process, after the task row was read): the completion stands and is announced.
+/// Whichever of the cancel and a completion (the child's or a descendant's) commits first wins;
+/// the other finds it ended.
+pub(crate) fn cancel_in(
+    db: &Db<'_>,
+    task_id: &str,
+    run_id: &str,
+    now: i64,
+    agent_of: &dyn Fn(&str) -> String,
+) -> Result<Option<Vec<cascade::Stopped>>> {
+    let Some(mut t) = db.task_run(task_id)? else { return Ok(None) };
     if is_terminal(&t.status) {
-        return Ok(false);
+        return Ok(None);
     }
+    let mut stopped = Vec::new();
     if let Some(mut r) = db.subagent_run(run_id)? {
         if r.ended_at.is_some() {
-            return Ok(false);
+            return Ok(None);
         }
         r.ended_at = Some(now);
         r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
@@ -516,6 +528,7 @@ pub(crate) fn cancel_in(db: &Db<'_>, task_id: &str, run_id: &str, now: i64) -> R
         db.put_subagent_run(&r)?;
         // a cancelled child is never woken by its own yield
         super::subagents::pause::close_yields(db, &r.child_session_key, now)?;
+        stopped = cascade::stop_descendants_in(db, &r.child_session_key, now, agent_of)?;
     }
     t.status = "cancelled".into();
     t.delivery_status = Some("not_applicable".into());
@@ -523,7 +536,7 @@ pub(crate) fn cancel_in(db: &Db<'_>, task_id: &str, run_id: &str, now: i64) -> R
     t.ended_at = Some(now);
     t.last_event_at = Some(now);
     db.put_task_run(&t)?;
-    Ok(true)
+    Ok(Some(stopped))
 }
 
 /// An orchestrator under the 2026.9 contract over a fake host (the tests of this module and of

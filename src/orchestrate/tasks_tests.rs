@@ -252,10 +252,10 @@ async fn a_leaf_may_cancel_only_its_own_children_and_an_orchestrator_its_whole_t
         tool(&o, json!({"action": "cancel", "taskId": grandchild}), leaf.clone()).await,
         json!({"status": "forbidden", "error": "Leaf subagents cannot cancel other sessions."})
     );
-    assert_eq!(tool(&o, json!({"action": "cancel", "taskId": own}), leaf).await["status"], "cancelled");
     // d4 is an orchestrator: its grandchildren's grandchild is in its tree
     let d4 = json!({"agentSessionKey": "agent:main:subagent:d4"});
     assert_eq!(tool(&o, json!({"action": "cancel", "taskId": grandchild}), d4).await["status"], "cancelled");
+    assert_eq!(tool(&o, json!({"action": "cancel", "taskId": own}), leaf).await["status"], "cancelled");
     o.close().await;
 }
 
@@ -510,8 +510,8 @@ async fn a_completion_that_commits_before_the_cancel_stands_and_the_cancel_is_re
     child_gate.send(true).unwrap();
     until("the completion is recorded", || record(&o, &run).is_some_and(|r| r.ended_at.is_some())).await;
     let now = crate::entry::now_ms();
-    let cancelled = o.engine().store().write(|db| cancel_in(db, &id, &run, now)).unwrap();
-    assert!(!cancelled, "the cancel must see the completion that committed first");
+    let cancelled = o.engine().store().write(|db| cancel_in(db, &id, &run, now, &|k: &str| k.to_owned())).unwrap();
+    assert!(cancelled.is_none(), "the cancel must see the completion that committed first");
     let rec = record(&o, &run).unwrap();
     assert_eq!((rec.outcome.unwrap().status.as_str(), rec.announce.status.as_str()), ("ok", "pending"));
 

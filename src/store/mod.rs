@@ -41,7 +41,7 @@ use crate::error::{Error, ErrorCode, Result};
 
 pub use db::{Db, Dialect};
 pub use group::{Deliver, GroupJob, GroupWriter};
-pub use sessions::{ListFilter, ListedRow};
+pub use sessions::{FieldSet, ListFilter, Listed, ListedRow, SparseEntry};
 pub use transcripts::HistoryPage;
 pub use value::{Arg, FromCol, Row, ToArg, Ty, Typed};
 pub use wal::WAL_LIMIT_BYTES;

@@ -415,25 +415,64 @@ fn list_filters_sort_newest_first_and_limit() {
 }
 
 #[test]
-fn a_listing_with_fields_keeps_only_those_fields_of_each_entry_in_order() {
-    let s = Store::open(":memory:").unwrap();
-    put_raw(&s, "agent:main:a", json!({"updatedAt": 100, "label": "A", "x": {"deep": [1, 2]}, "model": "m", "n": 1.5}));
-    put_raw(&s, "agent:main:b", json!({"updatedAt": 200, "other": "\u{e9}\"\\"}));
-    let base = ListFilter { main_key: "main".into(), default_agent: "main".into(), ..ListFilter::default() };
-    let full = s.read(|db| db.list(&base)).unwrap();
-    let sparse = s.read(|db| db.list(&ListFilter { fields: Some(&["model", "n", "label"]), ..base.clone() })).unwrap();
-    assert_eq!(sparse.len(), 2);
-    for (f, p) in full.iter().zip(&sparse) {
-        assert_eq!(f.key, p.key);
-        let kept: Map<String, Value> = f
-            .entry
-            .iter()
-            .filter(|(k, _)| ["model", "n", "label"].contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        assert_eq!(p.entry, kept);
-        assert_eq!(p.entry.keys().collect::<Vec<_>>(), kept.keys().collect::<Vec<_>>());
+fn a_sparse_listing_reads_the_kept_fields_as_the_whole_entry_has_them() {
+    use crate::entry::Fields;
+    static KEPT: std::sync::LazyLock<sessions::FieldSet> =
+        std::sync::LazyLock::new(|| sessions::FieldSet::new(&["n", "label", "model"]));
+    for s in crate::store::pg::testdb::stores() {
+        put_raw(
+            &s,
+            "agent:main:a",
+            json!({"updatedAt": 100, "label": "A", "x": {"deep": [1, 2]}, "model": "m", "n": 1.5}),
+        );
+        put_raw(&s, "agent:main:b", json!({"updatedAt": 200, "other": "\u{e9}\"\\"}));
+        put_raw(&s, "agent:main:c", json!({"updatedAt": 50}));
+        put_raw(&s, "agent:main:d", json!({"updatedAt": 40}));
+        // texts no writer of ours makes: an escaped key, a repeated key (the last wins), non-ASCII
+        // text, a huge field read past and a huge field kept
+        let huge = "\u{1F600}z".repeat(100_000);
+        let odd = [
+            (
+                "agent:main:c",
+                r#"{"updatedAt":50,"mod\u0065l":"esc","label":"first","label":"s\u00e9cond \"q\"","n":[1,{"a":null}],"sessionId":"c"}"#
+                    .to_string(),
+            ),
+            (
+                "agent:main:d",
+                format!(r#"{{"big":"{huge}","updatedAt":40,"model":"{huge}","sessionId":"d","n":-0.5e-3}}"#),
+            ),
+        ];
+        for (key, text) in &odd {
+            s.write(|db| {
+                db.exec("UPDATE sessions SET entry = ?1 WHERE key = ?2", crate::args![text.as_str(), *key]).map(|_| ())
+            })
+            .unwrap();
+        }
+        let base = ListFilter { main_key: "main".into(), default_agent: "main".into(), ..ListFilter::default() };
+        let full = s.read(|db| db.list(&base)).unwrap();
+        let kept = ["label", "model", "n"];
+        let sparse = s.read(|db| db.list_sparse(&base, &KEPT)).unwrap();
+        assert_eq!(sparse.len(), 4);
+        for (f, p) in full.iter().zip(&sparse) {
+            assert_eq!(f.key, p.key);
+            for name in kept {
+                assert_eq!(p.entry.field(name), f.entry.get(name), "{} {name}", f.key);
+            }
+            for name in ["updatedAt", "x", "other", "big", "sessionId", "zzz", ""] {
+                assert_eq!(p.entry.field(name), None, "{} {name}", f.key);
+            }
+        }
+        assert_eq!(sparse[0].entry.field("n"), None);
+        assert_eq!(sparse[1].entry.field("n"), Some(&json!(1.5)));
+        assert_eq!(sparse[2].entry.field("model"), Some(&json!("esc")));
+        assert_eq!(sparse[2].entry.field("label"), Some(&json!("s\u{e9}cond \"q\"")));
+        assert_eq!(sparse[3].entry.field("model").and_then(Value::as_str).map(str::len), Some(huge.len()));
+        // a stored entry that is not JSON is an error, as for a whole listing
+        s.write(|db| {
+            db.exec("UPDATE sessions SET entry = '{\"label\":' WHERE key = 'agent:main:a'", crate::args![]).map(|_| ())
+        })
+        .unwrap();
+        assert!(s.read(|db| db.list_sparse(&base, &KEPT)).is_err());
+        assert!(s.read(|db| db.list(&base)).is_err());
     }
-    assert_eq!(sparse[1].entry.get("n"), Some(&json!(1.5)));
-    assert!(sparse[0].entry.is_empty());
 }

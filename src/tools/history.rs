@@ -75,9 +75,8 @@ fn answer(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Answer> {
         if !include_tools && m.role.as_deref() == Some("toolResult") {
             continue;
         }
-        if let Some(value) = shown(&m) {
-            let text = serde_json::to_string(&value).unwrap_or_default();
-            messages.push(Shown { value, text });
+        if let Some(text) = shown_text(m) {
+            messages.push(Shown { text });
         }
     }
     let sizes: Vec<usize> = messages.iter().map(|m| m.text.len()).collect();
@@ -94,9 +93,8 @@ fn answer(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Answer> {
     Ok(Answer::Messages { session_key: target.display, messages, truncated })
 }
 
-/// A message as shown, with its JSON text.
+/// A message as shown, as JSON text.
 struct Shown {
-    value: Value,
     text: String,
 }
 
@@ -111,7 +109,8 @@ pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
     Ok(match answer(engine, args, ctx)? {
         Answer::Payload(v) => v,
         Answer::Messages { session_key, messages, truncated } => {
-            let messages: Vec<Value> = messages.into_iter().map(|m| m.value).collect();
+            let messages: Vec<Value> =
+                messages.into_iter().filter_map(|m| serde_json::from_str(&m.text).ok()).collect();
             let mut out = json!({"sessionKey": session_key, "messages": messages});
             if truncated {
                 out["truncated"] = Value::Bool(true);
@@ -261,6 +260,21 @@ pub fn strip_envelope(text: &str) -> String {
         })
         .collect();
     lines.join("\n")
+}
+
+/// As [`shown`], as JSON text. A message that stripping leaves as it is (not a user message,
+/// or one with no `[` opening a text nor a `[message_id:` line) is its stored text, checked as
+/// JSON but not rebuilt: the store writes every message as `serde_json` text, which a parse
+/// and a new serialisation would give back byte for byte (listfast: the parse and the
+/// serialisation were most of a history read's own time).
+pub fn shown_text(m: StoredMessage) -> Option<String> {
+    let text = m.json.as_str();
+    let may_strip = m.role.as_deref() == Some("user") && (text.contains("\"[") || text.contains("[message_id:"));
+    if !may_strip {
+        serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
+        return Some(m.json);
+    }
+    serde_json::to_string(&shown(&m)?).ok()
 }
 
 /// A stored message as a tool shows it to a model: parsed, with a user message's channel

@@ -8,10 +8,11 @@ use super::{read_number, read_string, read_string_list, Requester, ToolContext};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::entry;
+use crate::entry::Fields;
 use crate::error::Result;
 use crate::keys::SessionKind;
 use crate::policy::{a2a, sandbox};
-use crate::store::{ListFilter, ListedRow};
+use crate::store::{FieldSet, ListFilter, Listed};
 
 /// Rows returned when the model gives no `limit`.
 pub const DEFAULT_LIMIT: u32 = 200;
@@ -22,9 +23,10 @@ pub const MAX_MESSAGE_LIMIT: u32 = 20;
 
 /// Every entry field a row is built from ([`row`], with `entry::display_name`,
 /// `entry::delivery_context`, `entry::total_tokens`, `Engine::transcript_path` and the kind):
-/// the listing parses only these of each stored entry (perf3: a whole map per entry was 15% of
-/// a listing). A field read by the row building and missing here would read as absent: the
-/// test `list_rows_read_no_field_outside_row_fields` holds the two together.
+/// the listing parses only these of each stored entry, into slots ([`ROW_SET`]; perf3: a whole
+/// map per entry was 15% of a listing; listfast: a map of these fields still a fifth). A field
+/// read by the row building and missing here would read as absent: the test
+/// `list_rows_read_no_field_outside_row_fields` holds the two together.
 pub const ROW_FIELDS: &[&str] = &[
     "abortedLastRun",
     "channel",
@@ -53,6 +55,9 @@ pub const ROW_FIELDS: &[&str] = &[
     "updatedAt",
     "verboseLevel",
 ];
+
+/// [`ROW_FIELDS`] with its lookup table.
+pub static ROW_SET: std::sync::LazyLock<FieldSet> = std::sync::LazyLock::new(|| FieldSet::new(ROW_FIELDS));
 
 fn floor_at_least_one(v: f64) -> u64 {
     v.floor().max(1.0).min(u32::MAX as f64) as u64
@@ -122,9 +127,8 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
             main_key: km.main_key().to_owned(),
             global_scope: km.is_global_scope(),
             default_agent: km.default_agent().to_owned(),
-            fields: Some(ROW_FIELDS),
         };
-        let rows = db.list(&filter)?;
+        let rows = db.list_sparse(&filter, &ROW_SET)?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             let messages = if message_limit > 0 {
@@ -228,10 +232,10 @@ struct Row<'a> {
     messages: Option<&'a [Value]>,
 }
 
-fn row<'a>(
+fn row<'a, E: Fields>(
     engine: &Engine,
     cfg: &Config,
-    r: &'a ListedRow,
+    r: &'a Listed<E>,
     dc: &'a entry::DeliveryContext,
     requester: &Requester,
     messages: Option<&'a [Value]>,
@@ -242,8 +246,8 @@ fn row<'a>(
     let kind = km.classify_kind(&r.key, group);
     let channel = km.derive_channel(&r.key, kind, entry::str_field(e, "channel"), entry::str_field(e, "lastChannel"));
     let any_dc = dc.channel.is_some() || dc.to.is_some() || dc.account_id.is_some();
-    let number = |f: &str| e.get(f).filter(|v| v.is_number());
-    let boolean = |f: &str| e.get(f).filter(|v| v.is_boolean());
+    let number = |f: &str| e.field(f).filter(|v| v.is_number());
+    let boolean = |f: &str| e.field(f).filter(|v| v.is_boolean());
     Row {
         key: km.display(&r.key, &requester.agent),
         kind: kind.as_str(),
@@ -277,7 +281,7 @@ fn row<'a>(
 mod tests {
     use super::*;
     use crate::entry::Entry;
-    use crate::store::Store;
+    use crate::store::{SparseEntry, Store};
     use serde_json::json;
 
     /// Every field a stored entry may carry (types.d.ts `SessionEntry`, the 2026.9 inventory
@@ -310,6 +314,34 @@ mod tests {
     }
 
     #[test]
+    fn every_row_field_is_found_in_its_slot_and_no_other_name_is() {
+        for (i, name) in ROW_FIELDS.iter().enumerate() {
+            assert_eq!(ROW_SET.index(name), Some(i), "{name}");
+        }
+        for other in [
+            "",
+            "a",
+            "sessionIdx",
+            "sessionI",
+            "Label",
+            "labe",
+            "spawnedBy",
+            "\u{e9}",
+            "updatedAt ",
+            "x".repeat(300).as_str(),
+        ] {
+            assert_eq!(ROW_SET.index(other), None, "{other}");
+        }
+        // a set too large for the table is searched name by name
+        let many: &'static [&'static str] = Box::leak(
+            (0..300).map(|i| &*Box::leak(format!("f{i}").into_boxed_str())).collect::<Vec<_>>().into_boxed_slice(),
+        );
+        let big = FieldSet::new(many);
+        assert_eq!(big.index("f299"), Some(299));
+        assert_eq!(big.index("f300"), None);
+    }
+
+    #[test]
     fn list_rows_read_no_field_outside_row_fields() {
         let engine = Engine::new(Store::open(":memory:").expect("store"), Config::default(), None);
         let cfg = engine.config();
@@ -324,18 +356,13 @@ mod tests {
             ("agent:main:x", rich(json!({"lastChannel": 3, "model": 1, "updatedAt": "soon", "systemSent": "yes"}))),
         ];
         for (key, full) in cases {
-            let sparse: Entry = full
-                .iter()
-                .filter(|(k, _)| ROW_FIELDS.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            assert!(sparse.len() < full.len());
-            let render = |entry: Entry| {
-                let r = ListedRow { key: key.to_owned(), entry };
+            let sparse = SparseEntry::parse(&serde_json::to_string(&full).expect("text"), &ROW_SET).expect("sparse");
+            let render = |entry: &dyn Fields| {
+                let r = Listed { key: key.to_owned(), entry };
                 let dc = entry::delivery_context(&r.entry);
                 serde_json::to_string(&row(&engine, &cfg, &r, &dc, &requester, None)).expect("row")
             };
-            assert_eq!(render(full), render(sparse), "{key}");
+            assert_eq!(render(&full), render(&sparse), "{key}");
         }
     }
 }

@@ -73,14 +73,19 @@ impl Tool {
     }
 
     /// Whether a store-job call is bounded enough to run inline: `agents_list`;
-    /// `sessions_history` (it reads O(limit) rows, at most 1000); `sessions_list` with a small
+    /// `sessions_history` of at most 200 messages (it reads O(limit) rows); `sessions_list` with a small
     /// `limit` and none of the filters that may walk many rows (`kinds`, `activeMinutes`) and
     /// no message previews. Orchestrated tools never are.
     pub fn is_bounded(self, params: &Value) -> bool {
         match self {
             Tool::AgentsList => true,
-            // a 2026.9 `messageId` that is not positional walks the transcript
-            Tool::SessionsHistory => params.get("messageId").is_none_or(Value::is_null),
+            // a 2026.9 `messageId` that is not positional walks the transcript; past 200
+            // messages (the default) a read is long enough to hold the event loop (listfast: a
+            // 1,000-message read took several ms), so it goes to a worker
+            Tool::SessionsHistory => {
+                params.get("messageId").is_none_or(Value::is_null)
+                    && params.get("limit").and_then(Value::as_f64).is_none_or(|l| l <= 200.0)
+            }
             Tool::SessionsList => {
                 let small = params.get("limit").and_then(Value::as_f64).map(|l| l <= 100.0).unwrap_or(false);
                 // 2026.9: `offset` skips index entries, `search` and the titles read per row

@@ -106,15 +106,16 @@ pub fn close(orch: &Orchestrator) {
     lock(&reg.announce_runs).clear();
 }
 
-/// A requester session was deleted: its running children are stopped, end with `error`
-/// `stopped: requester session deleted`, and are not announced; their cleanup runs.
+/// A requester session was deleted: its running (or paused) children are stopped, end with
+/// `error` `stopped: requester session deleted`, and are not announced; their own live
+/// descendants are stopped with each, in the same write (`cascade`); their cleanup runs.
 pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<()> {
     let canonical = orch.engine().config().key_model().canonical(key)?;
-    let e = orch.engine().clone();
+    let (e, requester) = (orch.engine().clone(), canonical.clone());
     let running = blocking(move || {
         e.store().read(|db| {
-            let mut running = db.running_subagent_runs(&canonical)?;
-            running.extend(super::pause::paused_of_requester(db, &canonical)?);
+            let mut running = db.running_subagent_runs(&requester)?;
+            running.extend(super::pause::paused_of_requester(db, &requester)?);
             Ok(running)
         })
     })
@@ -122,27 +123,39 @@ pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<(
     for rec in running {
         // the record first: the completion wait then finds it ended and announces nothing
         let now = entry::now_ms();
-        let stopped = update(orch, &rec.run_id, move |r| {
-            if r.ended_at.is_some() {
-                return false;
-            }
-            r.ended_at = Some(now);
-            r.outcome = Some(RunOutcome { status: "error".into(), error: Some(REQUESTER_DELETED.into()) });
-            r.announce.status = "skipped".into();
-            r.archive_at_ms = None;
-            r.pause_reason = None;
-            true
+        let (e, id, agent_of) =
+            (orch.engine().clone(), rec.run_id.clone(), crate::orchestrate::tasks::agent_resolver(orch));
+        let stopped = blocking(move || {
+            e.store().write(|db| {
+                let Some(mut r) = db.subagent_run(&id)? else { return Ok(None) };
+                if r.ended_at.is_some() {
+                    return Ok(None);
+                }
+                r.ended_at = Some(now);
+                r.outcome = Some(RunOutcome { status: "error".into(), error: Some(REQUESTER_DELETED.into()) });
+                r.announce.status = "skipped".into();
+                r.archive_at_ms = None;
+                r.pause_reason = None;
+                db.put_subagent_run(&r)?;
+                // a stopped child is never woken by its own yield
+                super::pause::close_yields(db, &r.child_session_key, now)?;
+                let descendants = super::cascade::stop_descendants_in(db, &r.child_session_key, now, &agent_of)?;
+                Ok(Some((r, descendants)))
+            })
         })
         .await?;
         orch.runs().abort(&rec.run_id, REQUESTER_DELETED);
-        if stopped.is_some() {
-            // a stopped child is never woken by its own yield
-            let (e, child) = (orch.engine().clone(), rec.child_session_key.clone());
-            blocking(move || e.store().write(|db| super::pause::close_yields(db, &child, now))).await?;
-        }
-        if let Some(r) = stopped {
+        if let Some((r, descendants)) = stopped {
             finalize(orch, r).await;
+            super::cascade::after_stop(orch, descendants, Some(&rec.run_id), REQUESTER_DELETED).await;
         }
     }
+    // the children are all ended now: what still runs under one that had ended before (its own
+    // children, theirs) is stopped too, as 2026.9 walks the whole tree
+    let (e, now, agent_of) = (orch.engine().clone(), entry::now_ms(), crate::orchestrate::tasks::agent_resolver(orch));
+    let rest =
+        blocking(move || e.store().write(|db| super::cascade::stop_descendants_in(db, &canonical, now, &agent_of)))
+            .await?;
+    super::cascade::after_stop(orch, rest, None, REQUESTER_DELETED).await;
     Ok(())
 }

@@ -17,6 +17,7 @@
 mod announce;
 mod announce_run;
 mod archive;
+pub(crate) mod cascade;
 mod cleanup;
 mod completion;
 mod drain;
