@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::entry::{self, Entry};
 use crate::error::{Error, Result};
 use crate::params::Params;
-use crate::store::{HistoryPage, Store};
+use crate::store::{Db, HistoryPage, Store};
 
 pub use patch::check_label;
 use patch::*;
@@ -123,6 +123,21 @@ impl Engine {
 
     /// `upsertSession(key, patch)`: the merge rule of §2.5 in one transaction.
     pub fn upsert_session(&self, key: &Value, patch: &Value) -> Result<Entry> {
+        self.upsert(key, patch, |db, key, old, merged| db.put_session_over(key, old, merged)).map(|(e, ())| e)
+    }
+
+    /// As [`upsert_session`](Self::upsert_session), answering the merged entry as JSON text:
+    /// the text just stored, so the entry is serialised once.
+    pub fn upsert_session_text(&self, key: &Value, patch: &Value) -> Result<String> {
+        self.upsert(key, patch, |db, key, old, merged| db.put_session_over_text(key, old, merged)).map(|(_, t)| t)
+    }
+
+    fn upsert<T>(
+        &self,
+        key: &Value,
+        patch: &Value,
+        put: impl Fn(&Db<'_>, &str, Option<&Entry>, &Entry) -> Result<T>,
+    ) -> Result<(Entry, T)> {
         let key = self.canonical(key_arg(key)?)?;
         let mut patch = obj(patch, "patch")?;
         entry::check_patch(&patch)?;
@@ -134,8 +149,8 @@ impl Engine {
         self.store.write(|db| {
             let existing = db.session(&key)?;
             let merged = entry::merge(existing.as_ref(), &patch, now);
-            db.put_session_over(&key, existing.as_ref(), &merged)?;
-            Ok(merged)
+            let out = put(db, &key, existing.as_ref(), &merged)?;
+            Ok((merged, out))
         })
     }
 

@@ -85,32 +85,48 @@ pub fn to_json_exact(env: &Env, v: Option<Unknown<'_>>, what: &str) -> crate::er
     convert(env, v, what, false)
 }
 
-fn convert(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) -> crate::error::Result<Value> {
-    let Some(v) = v else { return Ok(Value::Null) };
-    let bad = |detail: String| {
-        clear_pending(env);
-        CoreError::invalid_request(format!("invalid {what}: {detail}"))
-    };
-    match v.get_type().map_err(|e| bad(e.reason.clone()))? {
-        ValueType::Undefined | ValueType::Null | ValueType::Function | ValueType::Symbol => return Ok(Value::Null),
-        // A string (a key, a session id) is read as it is, without the JSON round trip: napi
-        // turns a lone surrogate into U+FFFD as the repair below does.
-        ValueType::String if repair => {
-            // SAFETY: a string value of this env, on the JS thread.
-            let s = unsafe { String::from_napi_value(env.raw(), v.raw()) }.map_err(|e| bad(e.reason.clone()))?;
-            return Ok(Value::String(s));
+/// A JS value as JSON, read now and parsed when the job runs ([`Later::value`]): on the JS
+/// thread only `JSON.stringify` runs, and a job that runs on the writer thread parses there
+/// (perf, issue 17: the calls of a burst hold the loop less). Errors as [`to_json`].
+pub fn to_json_later(env: &Env, v: Option<Unknown<'_>>, what: &'static str) -> crate::error::Result<Later> {
+    match text_or_value(env, v, what, true)? {
+        Converted::Value(v) => Ok(Later::Value(v)),
+        Converted::Text(t) => Ok(Later::Text(t, what)),
+    }
+}
+
+/// A JS value converted: JSON text to parse, or already a value.
+pub enum Later {
+    Value(Value),
+    Text(String, &'static str),
+}
+
+impl Later {
+    pub fn value(&self) -> crate::error::Result<Value> {
+        match self {
+            Later::Value(v) => Ok(v.clone()),
+            Later::Text(t, what) => parse_text(t, what, true),
         }
-        _ => {}
     }
-    let stringify = json_fn(env, "stringify").map_err(|e| bad(e.reason.clone()))?;
-    let text = stringify.call(v).map_err(|e| bad(format!("not representable as JSON ({})", e.reason)))?;
-    if text.get_type().map_err(|e| bad(e.reason.clone()))? != ValueType::String {
-        return Ok(Value::Null);
+}
+
+enum Converted {
+    Value(Value),
+    Text(String),
+}
+
+fn convert(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) -> crate::error::Result<Value> {
+    match text_or_value(env, v, what, repair)? {
+        Converted::Value(v) => Ok(v),
+        Converted::Text(t) => parse_text(&t, what, repair).inspect_err(|_| clear_pending(env)),
     }
-    let text: String = unsafe { String::from_napi_value(env.raw(), text.raw()) }.map_err(|e| bad(e.reason.clone()))?;
-    let parsed = match serde_json::from_str(&text) {
+}
+
+fn parse_text(text: &str, what: &str, repair: bool) -> crate::error::Result<Value> {
+    let bad = |detail: String| CoreError::invalid_request(format!("invalid {what}: {detail}"));
+    let parsed = match serde_json::from_str(text) {
         Err(e) if repair && (e.to_string().contains("escape") || e.to_string().contains("surrogate")) => {
-            serde_json::from_str(&replace_lone_surrogates(&text))
+            serde_json::from_str(&replace_lone_surrogates(text))
         }
         other => other,
     };
@@ -121,6 +137,34 @@ fn convert(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) -> crate
             bad(e.to_string())
         }
     })
+}
+
+fn text_or_value(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) -> crate::error::Result<Converted> {
+    let Some(v) = v else { return Ok(Converted::Value(Value::Null)) };
+    let bad = |detail: String| {
+        clear_pending(env);
+        CoreError::invalid_request(format!("invalid {what}: {detail}"))
+    };
+    match v.get_type().map_err(|e| bad(e.reason.clone()))? {
+        ValueType::Undefined | ValueType::Null | ValueType::Function | ValueType::Symbol => {
+            return Ok(Converted::Value(Value::Null))
+        }
+        // A string (a key, a session id) is read as it is, without the JSON round trip: napi
+        // turns a lone surrogate into U+FFFD as the repair in `parse_text` does.
+        ValueType::String if repair => {
+            // SAFETY: a string value of this env, on the JS thread.
+            let s = unsafe { String::from_napi_value(env.raw(), v.raw()) }.map_err(|e| bad(e.reason.clone()))?;
+            return Ok(Converted::Value(Value::String(s)));
+        }
+        _ => {}
+    }
+    let stringify = json_fn(env, "stringify").map_err(|e| bad(e.reason.clone()))?;
+    let text = stringify.call(v).map_err(|e| bad(format!("not representable as JSON ({})", e.reason)))?;
+    if text.get_type().map_err(|e| bad(e.reason.clone()))? != ValueType::String {
+        return Ok(Converted::Value(Value::Null));
+    }
+    let text: String = unsafe { String::from_napi_value(env.raw(), text.raw()) }.map_err(|e| bad(e.reason.clone()))?;
+    Ok(Converted::Text(text))
 }
 
 /// JSON text (made off the JS thread) as a JS value.

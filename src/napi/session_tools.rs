@@ -11,8 +11,10 @@ use serde_json::Value;
 
 use super::error::js_error;
 use super::host::{Callbacks, JsHost};
-use super::jobs::{call_tool, rejected, spawn_async, spawn_fast, spawn_job, tool_promise, FastJob, Job};
-use super::js::{aborted_reason, clear_pending, from_json_text, to_json, to_json_exact};
+use super::jobs::{
+    call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, tool_promise, FastJob, FastTextJob, Job,
+};
+use super::js::{aborted_reason, clear_pending, from_json_text, to_json, to_json_exact, to_json_later};
 use super::lanes::{Lane, Lanes};
 use crate::config::Config;
 use crate::contract::Contract;
@@ -313,9 +315,10 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         patch: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.fast2(env, Lane::Write, (key, "key"), (patch, "patch"), move |e: &Engine, k: &Value, p: &Value| {
-            Ok(Value::Object(e.upsert_session(k, p)?))
-        })
+        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json_later(env, patch, "patch")?)));
+        let job =
+            args.map(|(k, p)| -> FastTextJob { Arc::new(move |e: &Engine| e.upsert_session_text(&k, &p.value()?)) });
+        spawn_fast_text(env, &self.lanes, Lane::Write, job)
     }
 
     /// `sessions.patch`: validates and applies a patch (label, levels, send policy, model, …).
@@ -386,9 +389,9 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         messages: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.fast2(env, Lane::Write, (key, "key"), (messages, "messages"), move |e: &Engine, k: &Value, m: &Value| {
-            e.append_messages(k, m)
-        })
+        let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json_later(env, messages, "messages")?)));
+        let job = args.map(|(k, m)| -> FastJob { Arc::new(move |e: &Engine| e.append_messages(&k, &m.value()?)) });
+        spawn_fast(env, &self.lanes, Lane::Write, job)
     }
 
     /// `chat.history`: a page of the transcript, oldest first: the last `limit` messages

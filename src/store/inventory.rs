@@ -62,6 +62,16 @@ macro_rules! inventory_sql {
             $index,
             " WHERE ",
             $driver,
+            inventory_where!(),
+            " ORDER BY updated_at DESC, key ASC LIMIT :limit OFFSET :offset"
+        )
+    };
+}
+
+/// The conditions of every inventory page, after its driving one.
+macro_rules! inventory_where {
+    () => {
+        concat!(
             " AND key <> 'unknown' AND (key <> 'global' OR :include_global)",
             " AND (:only_key IS NULL OR key = :only_key)",
             " AND (:agent_id IS NULL OR agent_id = :agent_id)",
@@ -82,8 +92,7 @@ macro_rules! inventory_sql {
             " AND (:agents IS NULL OR instr(:agents, ',' || COALESCE(agent_id, :default_agent) || ',') > 0",
             " OR spawned_by = :owned_by OR parent_key = :owned_by OR owner_key = :owned_by)",
             " AND (:tree_of IS NULL OR key = :tree_of OR spawned_by = :tree_of OR parent_key = :tree_of",
-            " OR owner_key = :tree_of)",
-            " ORDER BY updated_at DESC, key ASC LIMIT :limit OFFSET :offset"
+            " OR owner_key = :tree_of)"
         )
     };
 }
@@ -99,7 +108,16 @@ const BY_GROUP: &str = inventory_sql!("INDEXED BY sessions_by_grp", "grp = :grp"
 const BY_PINNED: &str = inventory_sql!("INDEXED BY sessions_by_pinned", "pinned = 1");
 const BY_AGENT: &str = inventory_sql!("INDEXED BY sessions_by_agent", "agent_id = :agent_id");
 const BY_ARCHIVED: &str = inventory_sql!("INDEXED BY sessions_by_archived", "archived = :archived");
-const BY_UPDATED: &str = inventory_sql!("INDEXED BY sessions_by_updated", "TRUE");
+/// No filter with an index of its own: the two halves of `sessions_by_archived` (active, then
+/// archived), each already in the page's order (`updated_at` DESC, key), merged; nothing is
+/// sorted (the migration of issue 17 dropped `sessions_by_updated`).
+pub(super) const BY_UPDATED: &str = concat!(
+    "SELECT key, entry, updated_at FROM sessions INDEXED BY sessions_by_archived WHERE archived = 0",
+    inventory_where!(),
+    " UNION ALL SELECT key, entry, updated_at FROM sessions INDEXED BY sessions_by_archived WHERE archived = 1",
+    inventory_where!(),
+    " ORDER BY 3 DESC, 1 ASC LIMIT :limit OFFSET :offset"
+);
 // PostgreSQL plans the scan itself (it has no INDEXED BY).
 const PG_BY_KEY: &str = inventory_sql!("", "key = :only_key");
 const PG_BY_SPAWNED_BY: &str = inventory_sql!("", "spawned_by = :spawned_by");

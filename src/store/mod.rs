@@ -234,6 +234,10 @@ impl Store {
         let mut writer = Connection::open_with_flags(&file, flags).map_err(|e| open_error(path, e))?;
         writer.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
         tune(&writer);
+        // A savepoint's undo log (each write of a batch has one) in memory, never a temp file:
+        // SQLite writes it to a file past 64 KiB and then keeps writing there until the
+        // commit (perf, issue 17: 28% of the writer thread in a burst of 1,000 upserts).
+        writer.pragma_update(None, "temp_store", "MEMORY").map_err(|e| open_error(path, e))?;
         schema::prepare(&writer, path)?;
         let wal = wal::WalBound::new(&file, wal_limit);
         wal.configure(&writer).map_err(|e| open_error(path, e))?;

@@ -267,6 +267,13 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX IF NOT EXISTS subagent_runs_by_child ON subagent_runs (child_key);
     "#,
+    // 14 (writefast, perf, issue 17): every upsert rewrote the entries of each index holding
+    // `updated_at`; `sessions_by_updated` goes, as the unfiltered list and inventory page read the
+    // two halves of `sessions_by_archived` (archived, updated_at DESC, key) merged instead. It
+    // touches only that index (SQLite only: PostgreSQL keeps its own and plans its lists itself).
+    r#"
+    DROP INDEX IF EXISTS sessions_by_updated;
+    "#,
 ];
 
 /// The schema version this build writes.

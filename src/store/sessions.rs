@@ -159,6 +159,17 @@ macro_rules! list_sql {
             $indexed,
             " WHERE ",
             $driver,
+            list_where!(),
+            " ORDER BY updated_at DESC, rowid ASC ",
+            $limit
+        )
+    };
+}
+
+/// The conditions of every list variant, after its driving one.
+macro_rules! list_where {
+    () => {
+        concat!(
             " AND (key <> 'global' OR (:include_global AND :spawned_by IS NULL))",
             " AND (key <> 'unknown' OR (:include_unknown AND :spawned_by IS NULL))",
             " AND (:agent_id IS NULL OR agent_id = :agent_id)",
@@ -168,14 +179,22 @@ macro_rules! list_sql {
             " AND (:active_since IS NULL OR updated_at >= :active_since)",
             " AND (:kinds IS NULL OR instr(:kinds, ',' || CASE WHEN (rest IS NOT NULL AND rest = :main_key)",
             " OR (key = 'global' AND :global_scope) THEN 'main' ELSE base_kind END || ',') > 0)",
-            " AND (:agents IS NULL OR instr(:agents, ',' || COALESCE(agent_id, :default_agent) || ',') > 0)",
-            " ORDER BY updated_at DESC, rowid ASC ",
-            $limit
+            " AND (:agents IS NULL OR instr(:agents, ',' || COALESCE(agent_id, :default_agent) || ',') > 0)"
         )
     };
 }
 
-pub(super) const LIST_BY_UPDATED: &str = list_sql!(sqlite, "sessions_by_updated", "TRUE");
+/// SQLite, no filter with an index of its own: the two halves of `sessions_by_archived`
+/// (active, then archived), each walked in `updated_at` order and merged; only rows of equal
+/// `updated_at` are sorted (by rowid, the insertion order), a few at a time (the migration of
+/// issue 17 dropped `sessions_by_updated`: one index fewer for every upsert to write).
+pub(super) const LIST_BY_UPDATED: &str = concat!(
+    "SELECT key, entry, updated_at, rowid FROM sessions INDEXED BY sessions_by_archived WHERE archived = 0",
+    list_where!(),
+    " UNION ALL SELECT key, entry, updated_at, rowid FROM sessions INDEXED BY sessions_by_archived WHERE archived = 1",
+    list_where!(),
+    " ORDER BY 3 DESC, 4 ASC LIMIT :limit"
+);
 pub(super) const LIST_BY_SPAWNED_BY: &str = list_sql!(sqlite, "sessions_by_spawned_by", "spawned_by = :spawned_by");
 pub(super) const LIST_BY_LABEL: &str = list_sql!(sqlite, "sessions_by_label", "label = :label");
 pub(super) const LIST_BY_AGENT: &str = list_sql!(sqlite, "sessions_by_agent", "agent_id = :agent_id");
@@ -262,6 +281,10 @@ impl<'de> serde::de::Visitor<'de> for Sparse {
     }
 }
 
+fn encode(key: &str, entry: &Entry) -> Result<String> {
+    serde_json::to_string(entry).map_err(|e| Error::store(format!("cannot encode the entry of {key}: {e}")))
+}
+
 fn parse_entry(key: &str, json: &str) -> Result<Entry> {
     serde_json::from_str::<Entry>(json)
         .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))
@@ -339,11 +362,14 @@ impl Db<'_> {
     /// Inserts or replaces the entry of `key`, keeping the row (and its position among equal
     /// `updatedAt`s) when it exists.
     pub fn put_session(&self, key: &str, entry: &Entry) -> Result<()> {
+        self.put_session_json(key, entry, &encode(key, entry)?)
+    }
+
+    /// [`put_session`](Self::put_session) with the entry's JSON text already made.
+    fn put_session_json(&self, key: &str, entry: &Entry, json: &str) -> Result<()> {
         let session_id = entry::str_field(entry, "sessionId")
             .ok_or_else(|| Error::store(format!("refusing to store {key} without a sessionId")))?;
         let parsed = keys::parse_agent_key(key);
-        let json =
-            serde_json::to_string(entry).map_err(|e| Error::store(format!("cannot encode the entry of {key}: {e}")))?;
         self.exec(
             "INSERT INTO sessions (key, session_id, agent_id, rest, updated_at, spawned_by, label, base_kind, search, entry)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -371,6 +397,13 @@ impl Db<'_> {
     /// entry are written, so SQLite rewrites one index instead of five (perf: 30 KB of log per
     /// upsert against better-sqlite3's 19 KB).
     pub fn put_session_over(&self, key: &str, old: Option<&Entry>, entry: &Entry) -> Result<()> {
+        self.put_session_over_text(key, old, entry).map(drop)
+    }
+
+    /// As [`put_session_over`](Self::put_session_over), answering the entry's JSON text as
+    /// stored (an upsert answers it as is: the entry is serialised once).
+    pub fn put_session_over_text(&self, key: &str, old: Option<&Entry>, entry: &Entry) -> Result<String> {
+        let json = encode(key, entry)?;
         let same = |f: &str| old.map(|o| entry::str_field(o, f) == entry::str_field(entry, f)).unwrap_or(false);
         // the fields the inventory columns are projected from (inventory.rs), compared whole
         let same_value = |f: &str| old.map(|o| o.get(f) == entry.get(f)).unwrap_or(false);
@@ -378,18 +411,17 @@ impl Db<'_> {
             && ["sessionId", "spawnedBy", "label"].iter().all(|f| same(f))
             && INVENTORY_SOURCES.iter().all(|f| same_value(f));
         if !unchanged {
-            return self.put_session(key, entry);
+            self.put_session_json(key, entry, &json)?;
+            return Ok(json);
         }
-        let json =
-            serde_json::to_string(entry).map_err(|e| Error::store(format!("cannot encode the entry of {key}: {e}")))?;
         let n = self.exec(
             "UPDATE sessions SET updated_at = ?2, search = ?3, entry = ?4 WHERE key = ?1",
-            args![key, entry::updated_at(entry), search_text(key, entry), json],
+            args![key, entry::updated_at(entry), search_text(key, entry), json.as_str()],
         )?;
         if n == 0 {
-            return self.put_session(key, entry);
+            self.put_session_json(key, entry, &json)?;
         }
-        Ok(())
+        Ok(json)
     }
 
     /// Removes the row of `key`; whether it existed.

@@ -71,6 +71,33 @@ struct Checkpointer {
     thread: JoinHandle<()>,
 }
 
+/// Tries of [`catch_up`], and the pause between two.
+const CATCH_UP_TRIES: u32 = 4;
+const CATCH_UP_PAUSE: Duration = Duration::from_millis(1);
+
+/// After a passive checkpoint, copies the frames committed while it ran, so that the log is
+/// wholly in the database and the next write starts it over (writes over the log's first
+/// pages again, which the OS still holds, instead of growing it). A passive checkpoint alone
+/// seldom gets there while writes go on: each one ends behind the last commit, the log grows to
+/// the limit and is truncated, and every page written after that is a new page of the file
+/// for the OS to allocate. Under writes back to back this only sometimes gets the lock (the
+/// log still reaches the limit at times), but it took 8-13% off an upsert's or an append's
+/// CPU (measured side by side with and without it). `FULL` holds the write lock while it copies the few
+/// frames left; the connection's busy timeout is 0, so it never waits for that lock nor for a
+/// reader (a write or a reader in the way makes it give up at once; it tries a few times, and
+/// the next wake-up again). A writer waits at most for those frames to be copied (an inline
+/// write finds the lock taken and goes to the writer thread).
+pub(super) fn catch_up(conn: &Connection) {
+    for _ in 0..CATCH_UP_TRIES {
+        // (busy, log frames, frames checkpointed); busy = 1: a write or a reader was in the way
+        let out: rusqlite::Result<i64> = conn.query_row("PRAGMA wal_checkpoint(FULL)", [], |r| r.get(0));
+        match out {
+            Ok(1) => std::thread::sleep(CATCH_UP_PAUSE),
+            _ => break,
+        }
+    }
+}
+
 impl WalBound {
     pub fn new(db: &Path, limit: u64) -> WalBound {
         let mut wal = db.as_os_str().to_owned();
@@ -93,6 +120,8 @@ impl WalBound {
     pub fn start_checkpointer(&self, db: &Path, writer: &mut Connection) -> rusqlite::Result<()> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(db, flags)?;
+        // it never waits for a lock: see `catch_up` (a passive checkpoint never waits anyway)
+        conn.busy_timeout(Duration::ZERO)?;
         // one wake-up waiting is enough: the checkpoint it runs copies every page there is
         let (wake, rx) = mpsc::sync_channel::<()>(1);
         let busy = Arc::new(AtomicBool::new(false));
@@ -103,7 +132,15 @@ impl WalBound {
                 while rx.recv().is_ok() {
                     // passive: copies what no reader still needs, never waits (a failure loses
                     // nothing; the next commit past the mark asks again)
-                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    let passive: rusqlite::Result<(i64, i64)> =
+                        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)));
+                    // (log frames, frames checkpointed): equal when no reader held any back;
+                    // while one does, catching up cannot end the log either, and would only take
+                    // the checkpoint lock from the writer's truncating checkpoint (`checkpoint`:
+                    // measured, the WAL bench's write p99 went from 6 ms to 0.5-1 s)
+                    if matches!(passive, Ok((log, done)) if log == done) {
+                        catch_up(&conn);
+                    }
                     running.store(false, Ordering::Release);
                 }
             })
