@@ -234,16 +234,8 @@ fn on_postgres_a_history_page_and_an_id_lookup_walk_an_index_without_sorting() {
          OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = $1 AND entry_id = $2)",
         "EXPLAIN EXECUTE p('b', '00000001')",
     );
-    // one index on (session_id, entry_id) answers it, as on SQLite (PG migration 5 dropped the other)
-    assert!(lookup.contains("using messages_by_entry_id"), "{lookup}");
-    let read_id_index = s
-        .read(|db| {
-            db.row("SELECT count(*) FROM pg_indexes WHERE indexname = 'messages_by_read_id'", args![], |r| {
-                r.get::<i64>(0)
-            })
-        })
-        .unwrap();
-    assert_eq!(read_id_index, Some(0));
+    // either partial index on (session_id, entry_id) answers it: the planner picks by cost
+    assert!(lookup.contains("using messages_by_"), "{lookup}");
     assert!(lookup.contains("transcript_entries_by_id"), "{lookup}");
     assert!(!lookup.contains("Seq Scan"), "{lookup}");
 }

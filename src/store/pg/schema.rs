@@ -231,12 +231,6 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX IF NOT EXISTS subagent_runs_by_child ON subagent_runs (child_key, rowid);
     "#,
-    // 5: SQLite migration 11's counterpart: the read-id check of appends finds ids through
-    // `messages_by_entry_id` (and checks the envelope on the row), so the second index on
-    // (session_id, entry_id) that every imported message paid for goes. It touches only that index.
-    r#"
-    DROP INDEX IF EXISTS messages_by_read_id;
-    "#,
 ];
 
 /// The version this build writes.
