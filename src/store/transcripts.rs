@@ -148,6 +148,10 @@ impl Db<'_> {
     /// Whether the transcript holds anything read from a file (whose ids a generated one must
     /// avoid). PostgreSQL only: on SQLite each generated id is looked up instead (see
     /// `append_entries`).
+    ///
+    /// PostgreSQL answers it from the partial index `messages_by_read_id` (which is why that
+    /// index stays there, where SQLite's migration 11 dropped it); without it every append to a
+    /// long transcript would scan the transcript.
     fn has_read_entries(&self, session_id: &str) -> Result<bool> {
         self.row(
             "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND envelope IS NOT NULL) \

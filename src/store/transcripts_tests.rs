@@ -238,4 +238,13 @@ fn on_postgres_a_history_page_and_an_id_lookup_walk_an_index_without_sorting() {
     assert!(lookup.contains("using messages_by_"), "{lookup}");
     assert!(lookup.contains("transcript_entries_by_id"), "{lookup}");
     assert!(!lookup.contains("Seq Scan"), "{lookup}");
+    // every append asks whether anything was read from a file: the partial index on read
+    // messages answers at once, where the transcript's key would walk all 2,000 appended ones
+    let any_read = pg_generic_plan(
+        &s,
+        "PREPARE p (text) AS SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = $1 AND envelope IS NOT NULL) \
+         OR EXISTS (SELECT 1 FROM transcript_entries WHERE session_id = $1)",
+        "EXPLAIN EXECUTE p('b')",
+    );
+    assert!(any_read.contains("messages_by_read_id"), "{any_read}");
 }
