@@ -481,12 +481,7 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
         super::subagents::finalize(orch, rec).await;
     }
     // the model turn itself is the host's to stop (its answer, if any, is dropped anyway)
-    if orch.host().can_abort() {
-        let (host, id) = (orch.host().clone(), run_id.clone());
-        orch.spawn_busy(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(60), host.abort_run(id, CANCELLED.to_owned())).await;
-        });
-    }
+    cascade::abort_in_host(orch, &run_id, CANCELLED);
     orch.emit(
         "subagent.cancelled",
         Some(&run_id),

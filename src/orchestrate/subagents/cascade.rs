@@ -100,12 +100,7 @@ pub(crate) async fn after_stop(
 ) {
     for (rec, task_id) in stopped {
         orch.runs().abort(&rec.run_id, reason);
-        if orch.host().can_abort() {
-            let (host, id, why) = (orch.host().clone(), rec.run_id.clone(), reason.to_owned());
-            orch.spawn_busy(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(60), host.abort_run(id, why)).await;
-            });
-        }
+        abort_in_host(orch, &rec.run_id, reason);
         let mut details =
             json!({"taskId": task_id, "requesterSessionKey": rec.requester_session_key, "reason": reason});
         if let Some(run) = cascade_of {
@@ -113,6 +108,17 @@ pub(crate) async fn after_stop(
         }
         orch.emit("subagent.cancelled", Some(&rec.run_id), Some(&rec.child_session_key), details);
         finalize(orch, rec).await;
+    }
+}
+
+/// Asks the host to stop the model turn of a stopped run (`abortRun`, when it has one), in the
+/// background: its answer is ignored, and a host that never answers is given up after 60 s.
+pub(crate) fn abort_in_host(orch: &Arc<Orchestrator>, run_id: &str, reason: &str) {
+    if orch.host().can_abort() {
+        let (host, id, why) = (orch.host().clone(), run_id.to_owned(), reason.to_owned());
+        orch.spawn_busy(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(60), host.abort_run(id, why)).await;
+        });
     }
 }
 

@@ -146,6 +146,8 @@ pub async fn on_session_deleted(orch: &Arc<Orchestrator>, key: &str) -> Result<(
         .await?;
         orch.runs().abort(&rec.run_id, REQUESTER_DELETED);
         if let Some((r, descendants)) = stopped {
+            // as 2026.9 aborts every run it stops, the child's model turn too
+            super::cascade::abort_in_host(orch, &rec.run_id, REQUESTER_DELETED);
             finalize(orch, r).await;
             super::cascade::after_stop(orch, descendants, Some(&rec.run_id), REQUESTER_DELETED).await;
         }
