@@ -466,14 +466,23 @@ async fn cancel(orch: &Arc<Orchestrator>, caller: &str, task_id: &str) -> Result
     let (e, run_id, id) = (orch.engine().clone(), target.run_id.clone().unwrap_or_default(), target.task_id.clone());
     let (now, agent_of) = (entry::now_ms(), agent_resolver(orch));
     let done = blocking(move || e.store().write(|db| cancel_in(db, &id, &run_id, now, &agent_of))).await?;
-    let Some(descendants) = done else {
-        // it ended after the tree was read: say how, as the gateway does
-        let (e, id, run_id) = (orch.engine().clone(), task_id.to_owned(), target.run_id.clone().unwrap_or_default());
-        let ended = blocking(move || e.store().read(|db| Ok((db.task_run(&id)?, db.subagent_run(&run_id)?)))).await?;
-        let reason = ended_meanwhile(ended.0.as_ref(), ended.1.as_ref());
-        return Ok(json!({"status": "error", "taskId": task_id, "found": true, "cancelled": false, "reason": reason}));
-    };
     let run_id = target.run_id.clone().unwrap_or_default();
+    let descendants = match done {
+        Cancel::Stopped(descendants) => descendants,
+        // it ended after the tree was read: its completion stands; say how, as the gateway
+        // does, which also stops the live descendants of a run that ended meanwhile
+        ended => {
+            if let Cancel::RunEnded(descendants) = ended {
+                cascade::after_stop(orch, descendants, Some(&run_id), CANCELLED).await;
+            }
+            let (e, id, run) = (orch.engine().clone(), task_id.to_owned(), run_id.clone());
+            let rows = blocking(move || e.store().read(|db| Ok((db.task_run(&id)?, db.subagent_run(&run)?)))).await?;
+            let reason = ended_meanwhile(rows.0.as_ref(), rows.1.as_ref());
+            return Ok(
+                json!({"status": "error", "taskId": task_id, "found": true, "cancelled": false, "reason": reason}),
+            );
+        }
+    };
     orch.runs().abort(&run_id, CANCELLED);
     // its cleanup (label, archive time, or deletion) as for any settled child
     let (e, id) = (orch.engine().clone(), run_id.clone());
@@ -510,28 +519,38 @@ fn ended_meanwhile(task: Option<&TaskRow>, rec: Option<&SubagentRun>) -> String 
     }
 }
 
+/// What the write of a cancel did.
+#[derive(Debug)]
+pub(crate) enum Cancel {
+    /// The target and its live or paused descendants (returned) were stopped.
+    Stopped(Vec<cascade::Stopped>),
+    /// The target's run had ended (its completion committed first, perhaps in another
+    /// process): it stands and is announced, but the target's live descendants (returned) were
+    /// stopped all the same, as 2026.9 walks the tree whether or not the target was still live.
+    RunEnded(Vec<cascade::Stopped>),
+    /// The task had ended, or is gone: nothing was written.
+    TaskEnded,
+}
+
 /// The cancel of task `task_id` (child run `run_id`) in one write: the task row and the child's
 /// record end as cancelled, and the record's announce is skipped; the child's live or paused
-/// descendants are stopped with it (`subagents::cascade`), and returned. `None` when the task
-/// has ended, or when the child's record has (its completion committed first, perhaps in
-/// another process, after the task row was read): the completion stands and is announced.
-/// Whichever of the cancel and a completion (the child's or a descendant's) commits first wins;
-/// the other finds it ended.
+/// descendants are stopped with it (`subagents::cascade`). Whichever of the cancel and a
+/// completion (the child's or a descendant's) commits first wins; the other finds it ended.
 pub(crate) fn cancel_in(
     db: &Db<'_>,
     task_id: &str,
     run_id: &str,
     now: i64,
     agent_of: &dyn Fn(&str) -> String,
-) -> Result<Option<Vec<cascade::Stopped>>> {
-    let Some(mut t) = db.task_run(task_id)? else { return Ok(None) };
+) -> Result<Cancel> {
+    let Some(mut t) = db.task_run(task_id)? else { return Ok(Cancel::TaskEnded) };
     if is_terminal(&t.status) {
-        return Ok(None);
+        return Ok(Cancel::TaskEnded);
     }
     let mut stopped = Vec::new();
     if let Some(mut r) = db.subagent_run(run_id)? {
         if r.ended_at.is_some() {
-            return Ok(None);
+            return Ok(Cancel::RunEnded(cascade::stop_descendants_in(db, &r.child_session_key, now, agent_of)?));
         }
         r.ended_at = Some(now);
         r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
@@ -549,7 +568,7 @@ pub(crate) fn cancel_in(
     t.ended_at = Some(now);
     t.last_event_at = Some(now);
     db.put_task_run(&t)?;
-    Ok(Some(stopped))
+    Ok(Cancel::Stopped(stopped))
 }
 
 /// An orchestrator under the 2026.9 contract over a fake host (the tests of this module and of

@@ -5,7 +5,7 @@ use crate::host::testing::FakeHost;
 use crate::host::Lane;
 use crate::orchestrate::subagents::testkit::{record, requests_in, spawn, str_of, tmp_db, until};
 use crate::orchestrate::tasks::testkit9::open9_at as open_at;
-use crate::orchestrate::tasks::CANCELLED;
+use crate::orchestrate::tasks::{Cancel, CANCELLED};
 use crate::store::pg::testdb;
 use serde_json::{json, Value};
 use tokio::sync::watch;
@@ -232,12 +232,9 @@ async fn a_grandchild_that_finishes_first_keeps_its_completion_at(db: &str) {
     until("the early end is recorded", || record(&o, &early).is_some_and(|r| r.ended_at.is_some())).await;
     let now = crate::entry::now_ms();
     let agent_of = |k: &str| k.to_owned();
-    let stopped = o
-        .engine()
-        .store()
-        .write(|db| crate::orchestrate::tasks::cancel_in(db, &id, &a_run, now, &agent_of))
-        .unwrap()
-        .expect("the child was live");
+    let stopped =
+        o.engine().store().write(|db| crate::orchestrate::tasks::cancel_in(db, &id, &a_run, now, &agent_of)).unwrap();
+    let Cancel::Stopped(stopped) = stopped else { panic!("the child was live: {stopped:?}") };
     let runs: Vec<&str> = stopped.iter().map(|(r, _)| r.run_id.as_str()).collect();
     assert_eq!(runs, vec![late.as_str()], "only the live grandchild is stopped");
     let e = record(&o, &early).unwrap();
@@ -250,5 +247,39 @@ async fn a_grandchild_that_finishes_first_keeps_its_completion_at(db: &str) {
     assert_eq!(record(&o, &late).unwrap().announce.status, "skipped");
     let announced: Vec<String> = requests_in(&host, Lane::Announce).into_iter().map(|r| r.message).collect();
     assert!(announced.iter().all(|m| !m.contains("slow")), "{announced:?}");
+    o.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_ends_while_its_cancel_runs_keeps_its_completion_but_its_tree_stops() {
+    a_child_that_ends_while_its_cancel_runs_keeps_its_completion_but_its_tree_stops_at(":memory:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_ends_while_its_cancel_runs_keeps_its_completion_but_its_tree_stops_on_postgres() {
+    a_child_that_ends_while_its_cancel_runs_keeps_its_completion_but_its_tree_stops_at(&testdb::fresh_url()).await
+}
+
+async fn a_child_that_ends_while_its_cancel_runs_keeps_its_completion_but_its_tree_stops_at(db: &str) {
+    let (host, _gate, race) = gated_host();
+    let o = open_at(db, json!({}), host.clone()).await;
+    let (a, a_run) = child(&o, MAIN, "race orchestrate").await;
+    let (_, late) = child(&o, &a, "slow").await;
+    let id = task_id(&o, MAIN, &a_run).await;
+    // the child's own end commits after the tree was read, before the cancel's write
+    race.send(true).unwrap();
+    until("the child's end is recorded", || record(&o, &a_run).is_some_and(|r| r.ended_at.is_some())).await;
+    let now = crate::entry::now_ms();
+    let agent_of = |k: &str| k.to_owned();
+    let done =
+        o.engine().store().write(|db| crate::orchestrate::tasks::cancel_in(db, &id, &a_run, now, &agent_of)).unwrap();
+    let Cancel::RunEnded(stopped) = done else { panic!("the child had ended: {done:?}") };
+    let runs: Vec<&str> = stopped.iter().map(|(r, _)| r.run_id.as_str()).collect();
+    assert_eq!(runs, vec![late.as_str()], "its live grandchild is stopped all the same, as 2026.9");
+    assert_killed(&o, &late);
+    let rec = record(&o, &a_run).unwrap();
+    assert_eq!(rec.outcome.unwrap().status, "ok", "the completion that committed first stands");
+    assert_ne!(rec.announce.status, "skipped");
+    assert_ne!(task(&o, &a_run).status, "cancelled");
     o.close().await;
 }
