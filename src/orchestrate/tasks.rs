@@ -524,12 +524,13 @@ fn ended_meanwhile(task: Option<&TaskRow>, rec: Option<&SubagentRun>) -> String 
 pub(crate) enum Cancel {
     /// The target and its live or paused descendants (returned) were stopped.
     Stopped(Vec<cascade::Stopped>),
-    /// The target's run had ended (its completion committed first, perhaps in another
-    /// process): it stands and is announced, but the target's live descendants (returned) were
-    /// stopped all the same, as 2026.9 walks the tree whether or not the target was still live.
+    /// The target's run or task had ended since the caller read it (its completion committed
+    /// first, perhaps in another process): that end stands, but the target's live descendants
+    /// (returned) were stopped all the same, as 2026.9 walks the tree whether or not the target
+    /// was still live.
     RunEnded(Vec<cascade::Stopped>),
-    /// The task had ended, or is gone: nothing was written.
-    TaskEnded,
+    /// The task is gone: nothing was written.
+    Gone,
 }
 
 /// The cancel of task `task_id` (child run `run_id`) in one write: the task row and the child's
@@ -543,15 +544,17 @@ pub(crate) fn cancel_in(
     now: i64,
     agent_of: &dyn Fn(&str) -> String,
 ) -> Result<Cancel> {
-    let Some(mut t) = db.task_run(task_id)? else { return Ok(Cancel::TaskEnded) };
-    if is_terminal(&t.status) {
-        return Ok(Cancel::TaskEnded);
+    let Some(mut t) = db.task_run(task_id)? else { return Ok(Cancel::Gone) };
+    let record = db.subagent_run(run_id)?;
+    if is_terminal(&t.status) || record.as_ref().is_some_and(|r| r.ended_at.is_some()) {
+        let stopped = match &record {
+            Some(r) => cascade::stop_descendants_in(db, &r.child_session_key, now, agent_of)?,
+            None => Vec::new(),
+        };
+        return Ok(Cancel::RunEnded(stopped));
     }
     let mut stopped = Vec::new();
-    if let Some(mut r) = db.subagent_run(run_id)? {
-        if r.ended_at.is_some() {
-            return Ok(Cancel::RunEnded(cascade::stop_descendants_in(db, &r.child_session_key, now, agent_of)?));
-        }
+    if let Some(mut r) = record {
         r.ended_at = Some(now);
         r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
         r.announce.status = "skipped".into();

@@ -57,6 +57,19 @@ fn task(o: &Orchestrator, run: &str) -> crate::store::tasks::TaskRow {
     o.engine().store().read(|db| db.task_run_by_run_id(run)).unwrap().unwrap()
 }
 
+/// The write of a cancel of task `id` (child run `run`), made now, as the tool makes it.
+fn cancel_write(o: &Orchestrator, id: &str, run: &str) -> Cancel {
+    let now = crate::entry::now_ms();
+    o.engine()
+        .store()
+        .write(|db| crate::orchestrate::tasks::cancel_in(db, id, run, now, &|k: &str| k.to_owned()))
+        .unwrap()
+}
+
+fn run_ids(stopped: &[Stopped]) -> Vec<&str> {
+    stopped.iter().map(|(r, _)| r.run_id.as_str()).collect()
+}
+
 fn assert_killed(o: &Orchestrator, run: &str) {
     let rec = record(o, run).unwrap();
     assert_eq!(rec.outcome, Some(RunOutcome { status: "error".into(), error: Some(KILLED.into()) }), "{run}");
@@ -230,13 +243,9 @@ async fn a_grandchild_that_finishes_first_keeps_its_completion_at(db: &str) {
     // the early grandchild's end commits before the cancel's write
     race.send(true).unwrap();
     until("the early end is recorded", || record(&o, &early).is_some_and(|r| r.ended_at.is_some())).await;
-    let now = crate::entry::now_ms();
-    let agent_of = |k: &str| k.to_owned();
-    let stopped =
-        o.engine().store().write(|db| crate::orchestrate::tasks::cancel_in(db, &id, &a_run, now, &agent_of)).unwrap();
+    let stopped = cancel_write(&o, &id, &a_run);
     let Cancel::Stopped(stopped) = stopped else { panic!("the child was live: {stopped:?}") };
-    let runs: Vec<&str> = stopped.iter().map(|(r, _)| r.run_id.as_str()).collect();
-    assert_eq!(runs, vec![late.as_str()], "only the live grandchild is stopped");
+    assert_eq!(run_ids(&stopped), vec![late.as_str()], "only the live grandchild is stopped");
     let e = record(&o, &early).unwrap();
     assert_eq!(e.outcome.unwrap().status, "ok");
     assert_ne!(e.announce.status, "skipped", "the completion that committed first stands");
@@ -269,13 +278,9 @@ async fn a_child_that_ends_while_its_cancel_runs_keeps_its_completion_but_its_tr
     // the child's own end commits after the tree was read, before the cancel's write
     race.send(true).unwrap();
     until("the child's end is recorded", || record(&o, &a_run).is_some_and(|r| r.ended_at.is_some())).await;
-    let now = crate::entry::now_ms();
-    let agent_of = |k: &str| k.to_owned();
-    let done =
-        o.engine().store().write(|db| crate::orchestrate::tasks::cancel_in(db, &id, &a_run, now, &agent_of)).unwrap();
+    let done = cancel_write(&o, &id, &a_run);
     let Cancel::RunEnded(stopped) = done else { panic!("the child had ended: {done:?}") };
-    let runs: Vec<&str> = stopped.iter().map(|(r, _)| r.run_id.as_str()).collect();
-    assert_eq!(runs, vec![late.as_str()], "its live grandchild is stopped all the same, as 2026.9");
+    assert_eq!(run_ids(&stopped), vec![late.as_str()], "its live grandchild is stopped all the same, as 2026.9");
     assert_killed(&o, &late);
     let rec = record(&o, &a_run).unwrap();
     assert_eq!(rec.outcome.unwrap().status, "ok", "the completion that committed first stands");
