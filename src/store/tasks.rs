@@ -69,6 +69,24 @@ impl TaskRow {
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
+
+    /// The row as stored: its filter columns and its whole record.
+    fn stored(&self) -> StoredTask {
+        StoredTask {
+            task_id: self.task_id.clone(),
+            run_id: self.run_id.clone(),
+            runtime: self.runtime.clone(),
+            status: self.status.clone(),
+            delivery_status: self.delivery_status.clone(),
+            owner_key: self.owner_key.clone(),
+            requester_session_key: self.requester_session_key.clone(),
+            child_session_key: self.child_session_key.clone(),
+            agent_id: self.agent_id.clone(),
+            created_at: self.created_at,
+            ended_at: self.ended_at,
+            record: self.to_json().to_string(),
+        }
+    }
 }
 
 /// A task row as stored, its record unparsed: what the importer adds (a 2026.9 ledger row, the
@@ -97,6 +115,23 @@ macro_rules! task_columns {
          child_session_key, agent_id, created_at, ended_at, record"
     };
 }
+
+/// A task, or the row with the same `taskId` replaced (it keeps its place among equal
+/// `createdAt`s).
+const PUT_TASK: &str = concat!(
+    "INSERT INTO task_runs (",
+    task_columns!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+     ON CONFLICT (task_id) DO UPDATE SET run_id = ?2, runtime = ?3, status = ?4, delivery_status = ?5,
+       owner_key = ?6, requester_session_key = ?7, child_session_key = ?8, agent_id = ?9,
+       created_at = ?10, ended_at = ?11, record = ?12"
+);
+/// A task, unless one with its `taskId` is stored.
+const ADD_TASK: &str = concat!(
+    "INSERT INTO task_runs (",
+    task_columns!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (task_id) DO NOTHING"
+);
 
 fn stored_task(r: &Row<'_>) -> Result<StoredTask> {
     Ok(StoredTask {
@@ -133,42 +168,20 @@ impl Db<'_> {
     /// Inserts a task, or replaces the row with the same `taskId` (it keeps its place among
     /// equal `createdAt`s).
     pub fn put_task_run(&self, t: &TaskRow) -> Result<()> {
-        self.exec(
-            concat!(
-                "INSERT INTO task_runs (",
-                task_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-                 ON CONFLICT (task_id) DO UPDATE SET run_id = ?2, runtime = ?3, status = ?4, delivery_status = ?5,
-                   owner_key = ?6, requester_session_key = ?7, child_session_key = ?8, agent_id = ?9,
-                   created_at = ?10, ended_at = ?11, record = ?12"
-            ),
-            args![
-                t.task_id,
-                t.run_id,
-                t.runtime,
-                t.status,
-                t.delivery_status,
-                t.owner_key,
-                t.requester_session_key,
-                t.child_session_key,
-                t.agent_id,
-                t.created_at,
-                t.ended_at,
-                t.to_json().to_string()
-            ],
-        )?;
+        self.insert_task(PUT_TASK, &t.stored())?;
         Ok(())
     }
 
     /// Adds a task as given, its record text unchanged, unless one with its task id is stored
     /// (that one stands, whatever the engine has made of it since); whether it was added.
     pub fn insert_task_if_absent(&self, t: &StoredTask) -> Result<bool> {
-        let n = self.exec(
-            concat!(
-                "INSERT INTO task_runs (",
-                task_columns!(),
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (task_id) DO NOTHING"
-            ),
+        Ok(self.insert_task(ADD_TASK, t)? > 0)
+    }
+
+    /// One of the two inserts above, `t`'s columns bound as `?1`…`?12`.
+    fn insert_task(&self, sql: &'static str, t: &StoredTask) -> Result<usize> {
+        self.exec(
+            sql,
             args![
                 t.task_id,
                 t.run_id,
@@ -183,8 +196,7 @@ impl Db<'_> {
                 t.ended_at,
                 t.record
             ],
-        )?;
-        Ok(n > 0)
+        )
     }
 
     /// Every task as stored, oldest first (then by id).

@@ -116,21 +116,11 @@ fn every_task_of_the_one_ledger_is_exported_ours_completed_as_2026_9_completes_i
     // the imported ones went back column for column (what 2026.9 wrote, e.g. no task_kind)
     let (back, rb) = import(&out);
     assert_eq!(rb.tasks, 3);
-    let orig: Vec<Value> = st
-        .read(|db| db.all_tasks())
-        .unwrap()
-        .iter()
-        .filter(|t| t.task_id != ours.task_id)
-        .map(|t| serde_json::from_str(&t.record).unwrap())
-        .collect();
-    let again: Vec<Value> = back
-        .read(|db| db.all_tasks())
-        .unwrap()
-        .iter()
-        .filter(|t| t.task_id != ours.task_id)
-        .map(|t| serde_json::from_str(&t.record).unwrap())
-        .collect();
-    assert_eq!(again, orig);
+    let imported = |s: &crate::store::Store| -> Vec<Value> {
+        let tasks = s.read(|db| db.all_tasks()).unwrap();
+        tasks.iter().filter(|t| t.task_id != ours.task_id).map(|t| serde_json::from_str(&t.record).unwrap()).collect()
+    };
+    assert_eq!(imported(&back), imported(&st));
     // ours comes back as the engine's task, the 2026.9 columns beside it
     let mine = back.read(|db| db.task_run(&ours.task_id)).unwrap().unwrap();
     assert_eq!(
