@@ -32,10 +32,11 @@ pub struct StoreStats {
 }
 
 /// A transcript entry on its way into its table, its id and parent already settled
-/// (`transcripts` numbers and links them; this module only writes them).
+/// (`transcripts` numbers and links them; this module only writes them). `id` `None`: the
+/// positional id and parent (`%08x` of `seq`, and of `seq - 1`), stored as NULL.
 pub struct EntryRow<'a> {
     pub seq: i64,
-    pub id: String,
+    pub id: Option<String>,
     pub parent_id: Option<String>,
     pub body: &'a EntryBody,
 }

@@ -27,6 +27,7 @@ pub mod tasks;
 pub mod transcripts;
 mod value;
 mod wal;
+mod walvfs;
 pub mod watches;
 pub mod windows;
 pub mod yields;
@@ -231,7 +232,13 @@ impl Store {
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
-        let mut writer = Connection::open_with_flags(&file, flags).map_err(|e| open_error(path, e))?;
+        // the writer writes each commit's log frames in one system call (`walvfs`)
+        let mut writer = if walvfs::register() {
+            Connection::open_with_flags_and_vfs(&file, flags, walvfs::NAME)
+        } else {
+            Connection::open_with_flags(&file, flags)
+        }
+        .map_err(|e| open_error(path, e))?;
         writer.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
         tune(&writer);
         // A savepoint's undo log (each write of a batch has one) in memory, never a temp file:

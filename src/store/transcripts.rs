@@ -8,9 +8,10 @@
 //! Every entry has an id and a parent link, as in the gateway's version-3 transcripts: an entry
 //! appended without an id gets `%08x` of its sequence number (with a `-<n>` suffix in the rare case
 //! that an id read from a file already has that form) and the id of the entry before it as its
-//! parent (rows written before ids were stored read the same way). Ids are unique in a
-//! transcript: sequence numbers are, and a generated id is checked against the ids read from
-//! files only when the transcript has any (an index lookup).
+//! parent (rows written before ids were stored read the same way, and so does an appended
+//! message whose id and parent are exactly those: it is stored without them, outside the id
+//! index). Ids are unique in a transcript: sequence numbers are, and a generated id is checked
+//! against the ids read from files only when the transcript has any (an index lookup).
 
 use super::bulk::EntryRow;
 use super::{Db, Dialect, Row};
@@ -200,7 +201,14 @@ impl Db<'_> {
             }
             appended.ids.push(id.clone());
             prev = Some(id.clone());
-            rows.push(EntryRow { seq, id, parent_id: parent, body: &e.body });
+            // A plain message whose id and parent are the positional ones is stored without
+            // them: they read back the same (`ids_of`), and the row stays out of the id index
+            // (issue 17: one index page fewer for every appended message).
+            let positional = matches!(e.body, EntryBody::Message { envelope: None, .. })
+                && id == seq_id(seq)
+                && parent == (seq > 1).then(|| seq_id(seq - 1));
+            let (id, parent_id) = if positional { (None, None) } else { (Some(id), parent) };
+            rows.push(EntryRow { seq, id, parent_id, body: &e.body });
         }
         self.insert_entries(session_id, &rows)?;
         Ok(appended)

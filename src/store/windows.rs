@@ -45,23 +45,24 @@ impl Db<'_> {
         )
     }
 
-    /// The position of the message with this entry id: a stored id (through its index), else an
-    /// id of the `%08x` form naming a message stored without one.
+    /// The position of the message with this entry id: a stored id (through its index), or an
+    /// id of the `%08x` form naming a message stored without one (appended messages with their
+    /// positional id are stored so); the first of them when both are there.
     pub fn seq_of_message_id(&self, session_id: &str, id: &str) -> Result<Option<i64>> {
         let stored = self.row(
             "SELECT seq FROM messages WHERE session_id = ?1 AND entry_id = ?2 ORDER BY seq LIMIT 1",
             args![session_id, id],
             |r| r.get::<i64>(0),
         )?;
-        if stored.is_some() {
+        let Some(seq) = (id.len() == 8).then(|| i64::from_str_radix(id, 16).ok()).flatten() else { return Ok(stored) };
+        if stored.is_some_and(|s| s < seq) {
             return Ok(stored);
         }
-        let Some(seq) = (id.len() == 8).then(|| i64::from_str_radix(id, 16).ok()).flatten() else { return Ok(None) };
         let n = self.count(
             "SELECT count(*) FROM messages WHERE session_id = ?1 AND seq = ?2 AND entry_id IS NULL",
             args![session_id, seq],
         )?;
-        Ok((n > 0).then_some(seq))
+        Ok(if n > 0 { Some(seq) } else { stored })
     }
 }
 
