@@ -120,7 +120,8 @@ fn model_display(entry: &Entry) -> String {
 }
 
 /// `running`, `done`, `failed`, `timeout` or `killed` (a cancelled run, or one stopped with its
-/// ancestor), with the children still pending under it.
+/// ancestor; records cancelled before they were marked `killed` say `Cancelled by operator.`),
+/// with the children still pending under it.
 fn display_status(rec: &SubagentRun, pending: usize) -> String {
     let waiting = format!("waiting on {pending} {}", if pending == 1 { "child" } else { "children" });
     // 2026.9: a child paused in its own `sessions_yield`

@@ -566,7 +566,8 @@ pub(crate) fn cancel_in(
     let mut stopped = Vec::new();
     if let Some(mut r) = record {
         r.ended_at = Some(now);
-        r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
+        // 2026.9 records `killed` on the run and the operator's words on the task
+        r.outcome = Some(RunOutcome { status: "error".into(), error: Some(cascade::KILLED.into()) });
         r.announce.status = "skipped".into();
         r.archive_at_ms = None;
         r.pause_reason = None;
