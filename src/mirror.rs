@@ -146,13 +146,17 @@ pub fn entry_line(e: &StoredEntry, now: i64) -> String {
 /// for the caller to report; they never undo anything.
 pub fn write_lines(dir: &Path, session_id: &str, lines: &[String], now: i64, replace: bool) -> std::io::Result<()> {
     let Some(file) = file_for(dir, session_id) else { return Ok(()) };
-    fs::create_dir_all(dir)?;
     // Only a regular file of the folder is written to: a link planted there is never followed
-    // (it could lead anywhere), nor is anything else that is not a file.
+    // (it could lead anywhere), nor is anything else that is not a file. The folder is made only
+    // when the file is not there (issue 17: `create_dir_all` on every append was a `mkdir` and a
+    // `stat`, 5% of an append).
     let existing = match fs::symlink_metadata(&file) {
         Ok(m) if m.file_type().is_file() => true,
         Ok(_) => return Err(std::io::Error::other(format!("{} is not a regular file; not written", file.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir)?;
+            false
+        }
         Err(e) => return Err(e),
     };
     let mut out = String::new();
