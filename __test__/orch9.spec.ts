@@ -269,7 +269,8 @@ describe('sessions_send (2026.9)', () => {
 describe('completion delivery (2026.9)', () => {
   it('hands the result over in the 2026.9 words, and a completion that cannot be delivered stays blocked across a restart', async () => {
     const db = path.join(tmpDir(), 'sessions.db')
-    const config = { session: { outbox: { completionRetry: { firstMs: 5, maxMs: 10, expireMs: 300 } } } }
+    // a window long enough for a second try on a loaded machine (the test asserts more than one)
+    const config = { session: { outbox: { completionRetry: { firstMs: 5, maxMs: 10, expireMs: 2000 } } } }
     const seen: AgentRunRequest[] = []
     const st1 = await SessionTools.open({
       path: db,
