@@ -14,24 +14,24 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
 
-/// Most rows remembered (more than one listing's most, 1,000); past it the memo starts over.
+/// Most rows remembered, all agents together (more than one listing's most, 1,000; about
+/// 1–3 MB); past it the memo starts over.
 const MAX_ROWS: usize = 2048;
 
-/// What every remembered row was rendered under: the config (held, so that its address is not
-/// reused while it is compared) and the requester's agent.
-struct Tag {
-    config: Arc<Config>,
-    agent: String,
-}
+/// key → (stored text, rendered text)
+type Rendered = HashMap<Box<str>, (Box<str>, Box<str>)>;
 
 #[derive(Default)]
 struct Rows {
-    tag: Option<Tag>,
-    /// key → (stored text, rendered text)
-    rows: HashMap<Box<str>, (Box<str>, Box<str>)>,
+    /// the config every remembered row was rendered under (held, so that its address is not
+    /// reused while it is compared)
+    config: Option<Arc<Config>>,
+    /// by the requester's agent (a row shows its key as that agent sees it)
+    by_agent: HashMap<Box<str>, Rendered>,
+    count: usize,
 }
 
-/// Rendered rows by key and stored text, for one engine.
+/// Rendered rows by requester agent, key and stored text, for one engine.
 #[derive(Default)]
 pub struct RowMemo {
     inner: Mutex<Rows>,
@@ -42,10 +42,10 @@ impl RowMemo {
     /// when it is remembered; whether it was.
     pub fn append(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, out: &mut String) -> bool {
         let Ok(m) = self.inner.try_lock() else { return false };
-        if !m.tag.as_ref().is_some_and(|t| Arc::ptr_eq(&t.config, config) && t.agent == agent) {
+        if !m.config.as_ref().is_some_and(|c| Arc::ptr_eq(c, config)) {
             return false;
         }
-        match m.rows.get(key) {
+        match m.by_agent.get(agent).and_then(|rows| rows.get(key)) {
             Some((s, row)) if **s == *stored => {
                 out.push_str(row);
                 true
@@ -55,22 +55,25 @@ impl RowMemo {
     }
 
     /// Remembers `rendered` as the text of `stored` under `key` for this config and agent (rows
-    /// remembered under another config or agent are forgotten).
+    /// remembered under another config are forgotten).
     pub fn put(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, rendered: &str) {
         let Ok(mut m) = self.inner.try_lock() else { return };
-        if !m.tag.as_ref().is_some_and(|t| Arc::ptr_eq(&t.config, config) && t.agent == agent) {
-            m.rows.clear();
-            m.tag = Some(Tag { config: config.clone(), agent: agent.to_owned() });
+        if !m.config.as_ref().is_some_and(|c| Arc::ptr_eq(c, config)) || m.count >= MAX_ROWS {
+            *m = Rows { config: Some(config.clone()), ..Rows::default() };
         }
-        if m.rows.len() >= MAX_ROWS && !m.rows.contains_key(key) {
-            m.rows.clear();
+        let m = &mut *m;
+        if !m.by_agent.contains_key(agent) {
+            m.by_agent.insert(agent.into(), Rendered::default());
         }
-        m.rows.insert(key.into(), (stored.into(), rendered.into()));
+        let Some(rows) = m.by_agent.get_mut(agent) else { return };
+        if rows.insert(key.into(), (stored.into(), rendered.into())).is_none() {
+            m.count += 1;
+        }
     }
 
     /// How many rows are remembered.
     pub fn len(&self) -> usize {
-        self.inner.try_lock().map(|m| m.rows.len()).unwrap_or(0)
+        self.inner.try_lock().map(|m| m.count).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -505,6 +505,12 @@ mod tests {
         // another stored text, another agent or another config: not remembered
         assert!(!memo.append(&cfg, "main", "agent:main:a", "{} ", &mut out));
         assert!(!memo.append(&cfg, "ops", "agent:main:a", "{}", &mut out));
+        // each agent's rows are kept beside the others' (agents listing in turn)
+        memo.put(&cfg, "ops", "agent:main:a", "{}", r#"{"key":"agent:main:a"}"#);
+        let mut theirs = String::new();
+        assert!(memo.append(&cfg, "ops", "agent:main:a", "{}", &mut theirs));
+        assert_eq!(theirs, r#"{"key":"agent:main:a"}"#);
+        assert_eq!(memo.len(), 2);
         assert!(!memo.append(&Arc::new(Config::default()), "main", "agent:main:a", "{}", &mut out));
         assert_eq!(out, r#"{"key":"a"}"#);
         // the bound: past it the memo starts over
