@@ -5,10 +5,25 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::{register, FLUSHES, NAME};
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("st-walvfs-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A folder of its own, removed when the test ends.
+struct Dir(std::path::PathBuf);
+
+impl Dir {
+    fn new() -> Dir {
+        let dir = std::env::temp_dir().join(format!("st-walvfs-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+
+    fn file(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn open_ours(p: &std::path::Path) -> Connection {
@@ -26,7 +41,8 @@ fn open_ours(p: &std::path::Path) -> Connection {
 
 #[test]
 fn each_commit_is_on_the_file_when_it_returns_for_a_connection_on_the_default_vfs() {
-    let p = tmp("a.db");
+    let dir = Dir::new();
+    let p = dir.file("a.db");
     let w = open_ours(&p);
     let r = Connection::open_with_flags(&p, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     for i in 0..300i64 {
@@ -56,7 +72,8 @@ fn each_commit_is_on_the_file_when_it_returns_for_a_connection_on_the_default_vf
 
 #[test]
 fn a_copy_of_the_files_taken_between_commits_holds_every_commit() {
-    let p = tmp("b.db");
+    let dir = Dir::new();
+    let p = dir.file("b.db");
     let w = open_ours(&p);
     let before = flushes();
     for i in 0..200i64 {
@@ -67,7 +84,7 @@ fn a_copy_of_the_files_taken_between_commits_holds_every_commit() {
     let writes = flushes() - before;
     assert!((200..=201).contains(&writes), "{writes} writes for 200 commits");
     // a crash now: the files as they are, the writer never closed or checkpointed
-    let copy = tmp("copy.db");
+    let copy = dir.file("copy.db");
     std::fs::copy(&p, &copy).unwrap();
     let mut wal = p.as_os_str().to_owned();
     wal.push("-wal");
@@ -86,7 +103,8 @@ fn a_copy_of_the_files_taken_between_commits_holds_every_commit() {
 
 #[test]
 fn the_frames_of_one_commit_go_in_one_write() {
-    let p = tmp("c.db");
+    let dir = Dir::new();
+    let p = dir.file("c.db");
     let w = open_ours(&p);
     w.execute_batch("BEGIN").unwrap();
     for i in 0..40i64 {
