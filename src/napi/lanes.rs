@@ -17,10 +17,10 @@ use super::cache::{self, Cached};
 use super::port::{self, Ticket};
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
-use crate::store::{GroupJob, GroupWriter, Store};
+use crate::store::{Deliver, GroupJob, GroupWriter, Store};
 
-/// A short job answering JSON text.
-pub type LaneJob = Box<dyn FnOnce(&Engine) -> CoreResult<String> + Send + 'static>;
+/// A short job answering JSON text (a write may run twice: see `store::group`).
+pub type LaneJob = Box<dyn FnMut(&Engine) -> CoreResult<String> + Send + 'static>;
 /// A short job that may run inline, and run again elsewhere if it would have waited.
 pub type FastTextJob = Arc<dyn Fn(&Engine) -> CoreResult<String> + Send + Sync + 'static>;
 
@@ -84,21 +84,13 @@ impl Lanes {
     /// Runs `job` on its lane; the promise settles on the JS thread once its outcome holds (for a
     /// write: once the transaction that holds it has committed).
     fn submit_ticket(&self, lane: Lane, job: LaneJob, ticket: Ticket) {
-        let engine = self.engine.clone();
-        let run = move || -> CoreResult<String> {
-            if engine.store().is_closed() {
-                return Err(CoreError::closed());
-            }
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&engine))).unwrap_or_else(|_| {
-                Err(CoreError::new(
-                    ErrorCode::StoreError,
-                    "internal error: the operation failed unexpectedly (a bug; please report it)",
-                ))
-            })
-        };
         match lane {
-            Lane::Write => self.writer.submit(Box::new(run), Box::new(move |out| ticket.complete(out))),
+            Lane::Write => {
+                let (job, deliver) = self.write_task(job, ticket);
+                self.writer.submit(job, deliver)
+            }
             Lane::Read => {
+                let mut run = self.guarded(job);
                 let task: ReadTask = Box::new(move || ticket.complete(run()));
                 let sent = match &*self.reader.lock().unwrap_or_else(|p| p.into_inner()) {
                     Some(tx) => tx.send(task).map_err(|e| e.0),
@@ -109,6 +101,23 @@ impl Lanes {
                     task();
                 }
             }
+        }
+    }
+
+    /// A write job for the group-commit writer, and where its outcome goes.
+    fn write_task(&self, job: LaneJob, ticket: Ticket) -> (GroupJob, Deliver) {
+        (Box::new(self.guarded(job)), Box::new(move |out| ticket.complete(out)))
+    }
+
+    /// `job` on this lane's engine: refused once the store is closed, a panic an error.
+    fn guarded(&self, mut job: LaneJob) -> impl FnMut() -> CoreResult<String> + Send + 'static {
+        let engine = self.engine.clone();
+        move || -> CoreResult<String> {
+            if engine.store().is_closed() {
+                return Err(CoreError::closed());
+            }
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&engine)))
+                .unwrap_or_else(|_| Err(internal_error()))
         }
     }
 }
@@ -151,6 +160,9 @@ pub fn queue<'env>(
     let (ticket, promise) = port::promise(env)?;
     let first = TURN.with(|t| {
         let mut t = t.borrow_mut();
+        if t.capacity() == 0 {
+            t.reserve(64);
+        }
         t.push(Queued { lanes: lanes.clone(), lane, job, ticket });
         t.len() == 1
     });
@@ -186,10 +198,8 @@ fn flush(env: &Env) {
     if queued.iter().filter(|q| q.lane == Lane::Write).count() > INLINE_MAX {
         // a burst: every job to the writer, in call order, so the turn that started it is not
         // held longer by a batch run here (perf, issue 17: the first 16 of a burst of 1,000
-        // added about 1 ms to the turn)
-        for q in queued {
-            spill(q);
-        }
+        // added about 1 ms to the turn), in one message per store (one wake-up)
+        spill_all(queued);
         return;
     }
     let mut budget = INLINE_MAX;
@@ -245,6 +255,26 @@ fn internal_error() -> CoreError {
 fn spill(q: Queued) {
     let job = q.job.clone();
     q.lanes.submit_ticket(Lane::Write, Box::new(move |e: &Engine| job(e)), q.ticket);
+}
+
+/// Every job to the writer of its store, in call order: consecutive jobs of one store in one
+/// message.
+fn spill_all(queued: Vec<Queued>) {
+    let mut run: Vec<(GroupJob, Deliver)> = Vec::with_capacity(queued.len());
+    let mut lanes: Option<Arc<Lanes>> = None;
+    for q in queued {
+        if lanes.as_ref().is_some_and(|l| !Arc::ptr_eq(l, &q.lanes)) {
+            if let Some(l) = lanes.take() {
+                l.writer.submit_all(std::mem::take(&mut run));
+            }
+        }
+        let job = q.job.clone();
+        run.push(q.lanes.write_task(Box::new(move |e: &Engine| job(e)), q.ticket));
+        lanes = Some(q.lanes);
+    }
+    if let Some(l) = lanes {
+        l.writer.submit_all(run);
+    }
 }
 
 /// The writes of one store in one inline transaction; whether they ran (else they went to the
