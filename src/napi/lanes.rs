@@ -17,7 +17,7 @@ use super::cache::{self, Cached};
 use super::port::{self, Ticket};
 use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
-use crate::store::{Deliver, GroupJob, GroupWriter, Store};
+use crate::store::{GroupJob, GroupWriter, Store};
 
 /// A short job answering JSON text (a write may run twice: see `store::group`).
 pub type LaneJob = Box<dyn FnMut(&Engine) -> CoreResult<String> + Send + 'static>;
@@ -86,8 +86,8 @@ impl Lanes {
     fn submit_ticket(&self, lane: Lane, job: LaneJob, ticket: Ticket) {
         match lane {
             Lane::Write => {
-                let (job, deliver) = self.write_task(job, ticket);
-                self.writer.submit(job, deliver)
+                let job: GroupJob = Box::new(self.guarded(job));
+                self.writer.submit(job, Box::new(move |out| ticket.complete(out)))
             }
             Lane::Read => {
                 let mut run = self.guarded(job);
@@ -102,11 +102,6 @@ impl Lanes {
                 }
             }
         }
-    }
-
-    /// A write job for the group-commit writer, and where its outcome goes.
-    fn write_task(&self, job: LaneJob, ticket: Ticket) -> (GroupJob, Deliver) {
-        (Box::new(self.guarded(job)), Box::new(move |out| ticket.complete(out)))
     }
 
     /// `job` on this lane's engine: refused once the store is closed, a panic an error.
@@ -198,8 +193,10 @@ fn flush(env: &Env) {
     if queued.iter().filter(|q| q.lane == Lane::Write).count() > INLINE_MAX {
         // a burst: every job to the writer, in call order, so the turn that started it is not
         // held longer by a batch run here (perf, issue 17: the first 16 of a burst of 1,000
-        // added about 1 ms to the turn), in one message per store (one wake-up)
-        spill_all(queued);
+        // added about 1 ms to the turn)
+        for q in queued {
+            spill(q);
+        }
         return;
     }
     let mut budget = INLINE_MAX;
@@ -255,26 +252,6 @@ fn internal_error() -> CoreError {
 fn spill(q: Queued) {
     let job = q.job.clone();
     q.lanes.submit_ticket(Lane::Write, Box::new(move |e: &Engine| job(e)), q.ticket);
-}
-
-/// Every job to the writer of its store, in call order: consecutive jobs of one store in one
-/// message.
-fn spill_all(queued: Vec<Queued>) {
-    let mut run: Vec<(GroupJob, Deliver)> = Vec::with_capacity(queued.len());
-    let mut lanes: Option<Arc<Lanes>> = None;
-    for q in queued {
-        if lanes.as_ref().is_some_and(|l| !Arc::ptr_eq(l, &q.lanes)) {
-            if let Some(l) = lanes.take() {
-                l.writer.submit_all(std::mem::take(&mut run));
-            }
-        }
-        let job = q.job.clone();
-        run.push(q.lanes.write_task(Box::new(move |e: &Engine| job(e)), q.ticket));
-        lanes = Some(q.lanes);
-    }
-    if let Some(l) = lanes {
-        l.writer.submit_all(run);
-    }
 }
 
 /// The writes of one store in one inline transaction; whether they ran (else they went to the

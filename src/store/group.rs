@@ -23,7 +23,6 @@
 //! This module never decides what a job does, and never runs on the JS thread.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -46,7 +45,7 @@ const MAX_BATCH: usize = 256;
 
 /// The group-commit writer of one store: a thread fed by a channel.
 pub struct GroupWriter {
-    tx: Mutex<Option<Sender<Vec<(GroupJob, Deliver)>>>>,
+    tx: Mutex<Option<Sender<(GroupJob, Deliver)>>>,
     batches: Arc<AtomicU64>,
 }
 
@@ -54,7 +53,7 @@ impl GroupWriter {
     /// Starts the writer thread for the store `owner` gives access to (kept alive by it until
     /// the writer is dropped).
     pub fn start<S: AsRef<Store> + Send + Sync + 'static>(owner: Arc<S>) -> Result<GroupWriter> {
-        let (tx, rx) = mpsc::channel::<Vec<(GroupJob, Deliver)>>();
+        let (tx, rx) = mpsc::channel::<(GroupJob, Deliver)>();
         let batches = Arc::new(AtomicU64::new(0));
         let counter = batches.clone();
         std::thread::Builder::new()
@@ -66,20 +65,12 @@ impl GroupWriter {
 
     /// Queues a job; `deliver` is called once with its outcome, on the writer thread.
     pub fn submit(&self, job: GroupJob, deliver: Deliver) {
-        self.submit_all(vec![(job, deliver)]);
-    }
-
-    /// Queues jobs in this order, with one message to the writer thread (a burst wakes it once);
-    /// each `deliver` is called once with its job's outcome, on the writer thread.
-    pub fn submit_all(&self, jobs: Vec<(GroupJob, Deliver)>) {
         let sent = match &*self.tx.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(tx) => tx.send(jobs).map_err(|e| e.0),
-            None => Err(jobs),
+            Some(tx) => tx.send((job, deliver)).map_err(|e| e.0 .1),
+            None => Err(deliver),
         };
-        if let Err(jobs) = sent {
-            for (_, deliver) in jobs {
-                deliver(Err(Error::closed()));
-            }
+        if let Err(deliver) = sent {
+            deliver(Err(Error::closed()));
         }
     }
 
@@ -95,24 +86,16 @@ impl GroupWriter {
     }
 }
 
-fn run<S: AsRef<Store>>(owner: Arc<S>, rx: Receiver<Vec<(GroupJob, Deliver)>>, batches: &AtomicU64) {
-    // jobs received and not run yet, in order
-    let mut queued: VecDeque<(GroupJob, Deliver)> = VecDeque::new();
-    loop {
-        if queued.is_empty() {
-            match rx.recv() {
-                Ok(jobs) => queued.extend(jobs),
-                Err(_) => return,
-            }
-        }
-        while queued.len() < MAX_BATCH {
+fn run<S: AsRef<Store>>(owner: Arc<S>, rx: Receiver<(GroupJob, Deliver)>, batches: &AtomicU64) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(jobs) => queued.extend(jobs),
+                Ok(j) => batch.push(j),
                 Err(_) => break,
             }
         }
-        let n = queued.len().min(MAX_BATCH);
-        (*owner).as_ref().run_batch(queued.drain(..n).collect());
+        (*owner).as_ref().run_batch(batch);
         batches.fetch_add(1, Ordering::Relaxed);
     }
 }

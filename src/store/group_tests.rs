@@ -346,21 +346,23 @@ fn a_batch_runs_without_savepoints_and_a_failure_runs_its_transaction_again_each
 }
 
 #[test]
-fn jobs_sent_in_one_message_run_in_order_in_bounded_transactions_each_told_its_own_result() {
+fn many_jobs_queued_at_once_run_in_order_in_bounded_transactions_each_told_its_own_result() {
     let o = open();
     let w = GroupWriter::start(o.clone()).unwrap();
     let (tx, rx) = mpsc::channel();
     let n = 600;
-    let jobs: Vec<(GroupJob, Deliver)> = (0..n)
-        .map(|i| {
-            let (o, tx) = (o.clone(), tx.clone());
-            let job: GroupJob = Box::new(move || put(&o.0, "agent:main:burst", &format!("l{i}")));
-            let deliver: Deliver = Box::new(move |out| tx.send((i, out)).unwrap());
-            (job, deliver)
-        })
-        .collect();
     let before = w.batches();
-    w.submit_all(jobs);
+    {
+        // held, so that all 600 are queued before the first batch is taken
+        let _held = o.0.writer.lock().unwrap();
+        for i in 0..n {
+            let (o, tx) = (o.clone(), tx.clone());
+            w.submit(
+                Box::new(move || put(&o.0, "agent:main:burst", &format!("l{i}"))),
+                Box::new(move |out| tx.send((i, out)).unwrap()),
+            );
+        }
+    }
     let mut outs: Vec<(usize, Result<String>)> =
         (0..n).map(|_| rx.recv_timeout(Duration::from_secs(20)).unwrap()).collect();
     outs.sort_by_key(|(i, _)| *i);
