@@ -5,10 +5,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{blocking, Orchestrator};
 use crate::entry::{self, Entry};
 use crate::error::Result;
 use crate::store::subagents::SubagentRun;
+use crate::store::Db;
 
 /// The list as the tool returns it.
 pub struct RunView {
@@ -120,7 +120,8 @@ fn model_display(entry: &Entry) -> String {
 }
 
 /// `running`, `done`, `failed`, `timeout` or `killed` (a cancelled run, or one stopped with its
-/// ancestor), with the children still pending under it.
+/// ancestor; records cancelled before they were marked `killed` say `Cancelled by operator.`),
+/// with the children still pending under it.
 fn display_status(rec: &SubagentRun, pending: usize) -> String {
     let waiting = format!("waiting on {pending} {}", if pending == 1 { "child" } else { "children" });
     // 2026.9: a child paused in its own `sessions_yield`
@@ -148,8 +149,10 @@ fn display_status(rec: &SubagentRun, pending: usize) -> String {
     }
 }
 
-/// Builds the view from the caller's records at `now`.
-pub async fn run_view(orch: &Orchestrator, runs: Vec<SubagentRun>, now: i64, recent_minutes: i64) -> Result<RunView> {
+/// Builds the view from the caller's records at `now`, reading the children's sessions and
+/// their pending descendants in `db` (the caller's transaction, so the view and the tasks shown
+/// beside it are one snapshot).
+pub fn run_view(db: &Db<'_>, runs: Vec<SubagentRun>, now: i64, recent_minutes: i64) -> Result<RunView> {
     // the latest run per child session, newest first
     let mut runs = runs;
     runs.sort_by_key(|r| std::cmp::Reverse(r.started_at.unwrap_or(r.created_at)));
@@ -157,21 +160,16 @@ pub async fn run_view(orch: &Orchestrator, runs: Vec<SubagentRun>, now: i64, rec
     runs.retain(|r| seen.insert(r.child_session_key.clone()));
     let total = runs.len();
     let cutoff = now - recent_minutes * 60_000;
-    let e = orch.engine().clone();
-    let enriched = blocking(move || {
-        let mut out = Vec::new();
-        for r in runs {
-            let pending = e.store().read(|db| db.undelivered_children(&r.child_session_key))?.len();
-            let active = r.ended_at.is_none() || pending > 0;
-            if !active && r.ended_at.is_none_or(|t| t < cutoff) {
-                continue;
-            }
-            let entry = e.get_session(&Value::from(r.child_session_key.clone()))?.unwrap_or_default();
-            out.push((r, entry, pending, active));
+    let mut enriched = Vec::new();
+    for r in runs {
+        let pending = db.undelivered_children(&r.child_session_key)?.len();
+        let active = r.ended_at.is_none() || pending > 0;
+        if !active && r.ended_at.is_none_or(|t| t < cutoff) {
+            continue;
         }
-        Ok(out)
-    })
-    .await?;
+        let entry = db.session(&r.child_session_key)?.unwrap_or_default();
+        enriched.push((r, entry, pending, active));
+    }
     let mut index = 0;
     let (mut active, mut recent) = (Vec::new(), Vec::new());
     // 2026.9 numbers the active runs first, then the recent ones

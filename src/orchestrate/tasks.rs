@@ -374,36 +374,46 @@ async fn read_tree(orch: &Orchestrator, caller: &str) -> Result<(Controller, Vec
 /// The tasks as the tool shows them, each with its `execution`.
 async fn views(orch: &Orchestrator, tasks: &[&TaskRow]) -> Result<Vec<Value>> {
     let (e, owned): (_, Vec<TaskRow>) = (orch.engine().clone(), tasks.iter().map(|t| (*t).clone()).collect());
-    blocking(move || {
-        e.store()
-            .read(|db| owned.iter().map(|t| Ok(task_view(t, Some(&super::task_exec::execution(db, t)?)))).collect())
-    })
-    .await
+    blocking(move || e.store().read(|db| owned.iter().map(|t| views_in(db, t)).collect())).await
 }
 
+fn views_in(db: &Db<'_>, t: &TaskRow) -> Result<Value> {
+    Ok(task_view(t, Some(&super::task_exec::execution(db, t)?)))
+}
+
+/// `list`: the caller's tree, its run list and each task's `execution`, read in one
+/// transaction so the text, the runs and the tasks never disagree about a child that paused
+/// or ended meanwhile.
 async fn list(orch: &Orchestrator, caller: &str, minutes: i64) -> Result<Value> {
-    let (c, tasks) = read_tree(orch, caller).await?;
+    let (e, k, agent_of) = (orch.engine().clone(), caller.to_owned(), agent_resolver(orch));
+    let max_depth = orch.engine().config().subagents.max_spawn_depth;
     let now = entry::now_ms();
-    let cutoff = now - minutes * 60_000;
-    let mut shown: Vec<&TaskRow> =
-        tasks.iter().filter(|t| !is_terminal(&t.status) || updated_at(t) >= cutoff).collect();
-    shown.sort_by_key(|t| std::cmp::Reverse(updated_at(t)));
-    let (e, k) = (orch.engine().clone(), c.key.clone());
-    let runs = blocking(move || e.store().read(|db| db.subagent_runs(Some(&k)))).await?;
-    let view = super::task_list::run_view(orch, runs, now, minutes).await?;
-    Ok(json!({
-        "status": "ok",
-        "action": "list",
-        "requesterSessionKey": c.key,
-        "callerSessionKey": caller,
-        "callerIsSubagent": c.is_subagent,
-        "total": view.total,
-        "taskTotal": shown.len(),
-        "tasks": views(orch, &shown).await?,
-        "active": view.active,
-        "recent": view.recent,
-        "text": view.text,
-    }))
+    blocking(move || {
+        e.store().write(|db| {
+            let c = controller(db, &k, max_depth)?;
+            let tasks = tree(db, &c.key, &agent_of)?;
+            let cutoff = now - minutes * 60_000;
+            let mut shown: Vec<&TaskRow> =
+                tasks.iter().filter(|t| !is_terminal(&t.status) || updated_at(t) >= cutoff).collect();
+            shown.sort_by_key(|t| std::cmp::Reverse(updated_at(t)));
+            let views = shown.iter().map(|t| views_in(db, t)).collect::<Result<Vec<Value>>>()?;
+            let view = super::task_list::run_view(db, db.subagent_runs(Some(&c.key))?, now, minutes)?;
+            Ok(json!({
+                "status": "ok",
+                "action": "list",
+                "requesterSessionKey": c.key,
+                "callerSessionKey": k,
+                "callerIsSubagent": c.is_subagent,
+                "total": view.total,
+                "taskTotal": shown.len(),
+                "tasks": views,
+                "active": view.active,
+                "recent": view.recent,
+                "text": view.text,
+            }))
+        })
+    })
+    .await
 }
 
 async fn wait(orch: &Orchestrator, caller: &str, ids: Vec<String>, timeout: Duration) -> Result<Value> {
@@ -556,7 +566,8 @@ pub(crate) fn cancel_in(
     let mut stopped = Vec::new();
     if let Some(mut r) = record {
         r.ended_at = Some(now);
-        r.outcome = Some(RunOutcome { status: "error".into(), error: Some(CANCELLED.into()) });
+        // 2026.9 records `killed` on the run and the operator's words on the task
+        r.outcome = Some(RunOutcome { status: "error".into(), error: Some(cascade::KILLED.into()) });
         r.announce.status = "skipped".into();
         r.archive_at_ms = None;
         r.pause_reason = None;

@@ -171,7 +171,11 @@ async fn cancel_stops_the_run_records_it_cancelled_and_never_announces_it_at(db:
     until("the host was asked to stop the turn", || !host.aborts.lock().unwrap().is_empty()).await;
     assert_eq!(host.aborts.lock().unwrap()[0], (run.clone(), CANCELLED.to_owned()));
     let rec = record(&o, &run).unwrap();
-    assert_eq!(rec.outcome.as_ref().and_then(|x| x.error.as_deref()), Some(CANCELLED));
+    // as 2026.9: `killed` on the run, the operator's words on the task
+    assert_eq!(
+        rec.outcome.as_ref().and_then(|x| x.error.as_deref()),
+        Some(crate::orchestrate::subagents::cascade::KILLED)
+    );
     assert_eq!(rec.announce.status, "skipped");
     assert!(o.host().can_run());
     until("the run ended", || {

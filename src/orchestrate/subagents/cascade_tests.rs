@@ -110,7 +110,8 @@ async fn a_cancel_stops_the_childs_whole_tree_at(db: &str) {
     let out = subagents(&o, json!({"action": "cancel", "taskId": id}), MAIN).await;
     assert_eq!(out, json!({"status": "cancelled", "taskId": id, "found": true, "cancelled": true}));
     let rec = record(&o, &a_run).unwrap();
-    assert_eq!(rec.outcome.and_then(|x| x.error).as_deref(), Some(CANCELLED));
+    // as 2026.9: `killed` on the run, the operator's words on the task
+    assert_eq!(rec.outcome.and_then(|x| x.error).as_deref(), Some(crate::orchestrate::subagents::cascade::KILLED));
     assert_killed(&o, &b_run);
     assert_killed(&o, &c_run);
     let q = record(&o, &q_run).unwrap();

@@ -81,7 +81,10 @@ pub(super) async fn run_ended(orch: &Arc<Orchestrator>, run_id: &str, snap: RunS
     })
     .await;
     let rec = match changed {
-        Ok(Some(rec)) => rec,
+        Ok(Some(rec)) => {
+            super::pause::settle_earlier_yields(orch, &rec).await;
+            rec
+        }
         // ended already: by something else (its announce is that one's), or by an earlier try
         // of this one whose announce could not be recorded (recorded now; a no-op otherwise)
         Ok(None) => match load(orch, run_id).await {

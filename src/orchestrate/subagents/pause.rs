@@ -21,6 +21,7 @@ use crate::host::{Lane, RunOptions};
 use crate::orchestrate::runs::{RunSnapshot, RunStatus, INTERRUPTED};
 use crate::orchestrate::state::Orchestrator;
 use crate::orchestrate::task::blocking;
+use crate::store::yields::YieldRow;
 use crate::store::Db;
 
 /// `pauseReason` of a child paused in its own `sessions_yield`.
@@ -46,10 +47,10 @@ pub(super) async fn pause_if_yielded(orch: &Arc<Orchestrator>, run_id: &str, sna
             if is_paused(&r) {
                 return Ok(Some(None));
             }
+            r.started_at = r.started_at.or(started);
             if r.ended_at.is_some() || timed_out || !waits_in_yield(db, &r, interrupted)? {
                 return Ok(None);
             }
-            r.started_at = r.started_at.or(started);
             r.pause_reason = Some(YIELD_PAUSE.to_owned());
             r.archive_at_ms = None;
             db.put_subagent_run(&r)?;
@@ -69,14 +70,49 @@ pub(super) async fn pause_if_yielded(orch: &Arc<Orchestrator>, run_id: &str, sna
     Ok(paused.is_some())
 }
 
-/// Whether the run of `rec` ended in its session's own `sessions_yield`: the session has a
-/// yield still waiting, or the run was a yield-resume turn cut short by a restart (that yield
-/// is `resuming` with this run): paused again, the next open's resume adopts it anew.
+/// Whether the run of `rec` ended in its session's own `sessions_yield`: that run yielded (a
+/// yield still waiting that it made), or the run was a yield-resume turn cut short by a restart
+/// (that yield is `resuming` with this run): paused again, the next open's resume adopts it
+/// anew. As in 2026.9 the pause is the run's: a run that adopted a paused child by hand
+/// (`mode: "resume"`) and ends without yielding again completes, though the yield its earlier
+/// run made may still wait for children ([`settle_earlier_yields`]).
 fn waits_in_yield(db: &Db<'_>, rec: &SubagentRun, interrupted: bool) -> Result<bool> {
     Ok(db.open_yields_of(&rec.child_session_key)?.iter().any(|y| {
-        y.status == "waiting"
+        (y.status == "waiting" && made_by(y, rec))
             || (interrupted && y.status == "resuming" && y.resume_run_id.as_deref() == Some(rec.run_id.as_str()))
     }))
+}
+
+/// The child of `rec` completed with a run that did not yield (one that adopted it by hand):
+/// the yields an earlier run made for children that have all delivered since (into this run,
+/// steered) are settled without a wake; the session has seen what they waited for. A yield
+/// with children still pending stays, and their delivery wakes the session.
+pub async fn settle_earlier_yields(orch: &Arc<Orchestrator>, rec: &SubagentRun) {
+    let (e, r) = (orch.engine().clone(), rec.clone());
+    let settled = blocking(move || {
+        e.store().write(|db| {
+            let delivered = |y: &YieldRow| -> Result<bool> {
+                let pending = db.undelivered_children(&r.child_session_key)?;
+                Ok(!pending.iter().any(|c| y.children.contains(&c.run_id)))
+            };
+            for y in db.open_yields_of(&r.child_session_key)? {
+                if y.status == "waiting" && y.wait_for == "children" && !made_by(&y, &r) && delivered(&y)? {
+                    db.move_yield(&y.yield_id, "waiting", "resumed", None, Some(entry::now_ms()))?;
+                }
+            }
+            Ok(())
+        })
+    })
+    .await;
+    if let Err(err) = settled {
+        orch.emit("store.error", Some(&rec.run_id), None, json!({"error": err.message()}));
+    }
+}
+
+/// Whether the yield `y` was made by the run of `rec`: its turn names that run, or (the host
+/// gave no run id of ours) it was made once that run had started.
+fn made_by(y: &YieldRow, rec: &SubagentRun) -> bool {
+    y.turn_run_id.as_deref() == Some(rec.run_id.as_str()) || rec.started_at.is_none_or(|s| y.created_at >= s)
 }
 
 /// Whether a yield of session `key` must wait before it resumes: the session is a child whose

@@ -1,7 +1,7 @@
 //! A sub-agent that yields for its own children (2026.9): paused when its run ends, woken when
 //! they have delivered by a turn that adopts its task, and announced once with that turn's
 //! reply; also when they deliver before its run's end is recorded, across a close and reopen
-//! and a takeover, cancelled while paused, and timed out while yielded.
+//! and a takeover, cancelled while paused, timed out while yielded, and resumed by hand.
 
 use super::*;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -25,6 +25,8 @@ use crate::tools::Tool;
 const MAIN: &str = "agent:main:main";
 /// The orchestrator's private yield message.
 const WAKE: &str = "merge the findings";
+/// The owner's message resuming the paused orchestrator by hand.
+const BY_HAND: &str = "go on without them";
 
 fn main_ctx() -> Value {
     json!({"agentSessionKey": MAIN, "agentChannel": "whatsapp", "agentTo": "+1555"})
@@ -45,6 +47,8 @@ struct Plan {
     linger_ms: u64,
     /// completions steer the requester's live run (delivered while it runs)
     steers: bool,
+    /// the turn resumed by hand answers once it is open
+    by_hand: watch::Receiver<bool>,
 }
 
 impl Plan {
@@ -55,13 +59,14 @@ impl Plan {
             woken_hangs: false,
             linger_ms: 0,
             steers: false,
+            by_hand: watch::channel(true).1,
         }
     }
 }
 
 /// A host: the orchestrator child (task `orchestrate`) spawns `dig A` and `dig B` and yields for
-/// them; a grandchild answers `found`; the orchestrator's woken turn answers `combined report`;
-/// every other run `ok`.
+/// them; a grandchild answers `found`; the orchestrator's woken turn answers `combined report`,
+/// its turn resumed by hand (`BY_HAND`) `resumed by hand`; every other run `ok`.
 fn host_for(plan: Plan) -> (Arc<FakeHost>, Cell) {
     let cell: Cell = Arc::default();
     let c = cell.clone();
@@ -75,6 +80,10 @@ fn host_for(plan: Plan) -> (Arc<FakeHost>, Cell) {
             if req.message.starts_with("dig") {
                 let _ = plan.diggers.wait_for(|o| *o).await;
                 return Ok(json!({"reply": "found"}));
+            }
+            if req.message.contains(BY_HAND) {
+                let _ = plan.by_hand.wait_for(|o| *o).await;
+                return Ok(json!({"reply": "resumed by hand"}));
             }
             if req.message == resume_text(WAKE) {
                 if plan.woken_hangs {
@@ -385,4 +394,77 @@ async fn a_woken_turn_cut_short_by_a_close_is_woken_again_by_the_next_open_and_c
         assert!(completions(&h1).is_empty());
         o.close().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_resumed_by_hand_while_its_children_run_completes_with_that_turn() {
+    resumed_by_hand_at(":memory:", false).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_resumed_by_hand_while_its_children_run_completes_with_that_turn_on_postgres() {
+    resumed_by_hand_at(&testdb::fresh_url(), false).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_delivered_during_a_turn_resumed_by_hand_settle_its_earlier_yield() {
+    resumed_by_hand_at(":memory:", true).await
+}
+
+/// As in 2026.9 the pause belongs to the run that yielded: the owner resumes the paused
+/// orchestrator by hand, that turn ends without yielding, and the child completes with it, once.
+/// The yield its first run made still waits for the grandchildren: their delivery after that
+/// turn wakes the child's session; delivered during it (`during`, steered in), the yield is
+/// settled without a wake. Nothing more reaches the requester.
+async fn resumed_by_hand_at(db: &str, during: bool) {
+    let (diggers, gate) = watch::channel(false);
+    let (by_hand, hand_gate) = watch::channel(false);
+    // delivered during the turn: their completions steer it (as `children_first_at`)
+    let (o, host) = open_with(db, Plan { diggers: gate, by_hand: hand_gate, steers: during, ..Plan::open() }).await;
+    let (child, first_run) = spawn_orchestrator(&o).await;
+    until("the orchestrator is paused", || paused(&o, &child).is_some()).await;
+
+    let params = json!({"sessionKey": child, "message": BY_HAND, "mode": "resume"});
+    let out = o.tool(Tool::SessionsSend, params, main_ctx(), false).await.unwrap();
+    assert_eq!(
+        (out["status"].as_str(), out["taskRunId"].as_str()),
+        (Some("accepted"), Some(first_run.as_str())),
+        "{out}"
+    );
+    if during {
+        diggers.send(true).unwrap();
+        until("the grandchildren have delivered", || {
+            o.engine().store().read(|db| db.undelivered_children(&child)).unwrap().is_empty()
+        })
+        .await;
+        assert!(woken(&host, &child).is_empty(), "not woken while the turn resumed by hand runs");
+    }
+    by_hand.send(true).unwrap();
+    until("the turn resumed by hand is announced", || !completions(&host).is_empty()).await;
+    assert!(completions(&host)[0].message.contains("resumed by hand"), "{}", completions(&host)[0].message);
+    assert!(paused(&o, &child).is_none(), "not paused again by its earlier run's yield");
+    if during {
+        // the children delivered into that turn: its earlier yield is settled without a wake
+        until("the earlier yield is settled", || {
+            o.engine().store().read(|db| db.open_yields_of(&child)).unwrap().is_empty()
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(woken(&host, &child).is_empty());
+        assert_eq!(completions(&host).len(), 1, "the requester is told once");
+        return o.close().await;
+    }
+
+    diggers.send(true).unwrap();
+    until("the grandchildren's delivery wakes the child's session", || !woken(&host, &child).is_empty()).await;
+    until("the woken turn ends", || {
+        let run = woken(&host, &child)[0].run_id.clone();
+        o.engine().store().read(|db| db.run(&run)).unwrap().is_some_and(|r| r.status != "running")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(completions(&host).len(), 1, "the requester is told once");
+    let task = subagents(&o).await["tasks"].as_array().unwrap().iter().find(|t| t["label"] == "lead").cloned();
+    assert_eq!(task.map(|t| t["status"].clone()), Some(json!("completed")));
+    o.close().await;
 }
