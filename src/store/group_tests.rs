@@ -339,7 +339,11 @@ fn a_batch_runs_without_savepoints_and_a_failure_runs_its_transaction_again_each
         assert_eq!(outs[0].as_deref().unwrap(), "a", "inline {inline}");
         assert_eq!(outs[1].as_ref().unwrap_err().message(), "refused after writing");
         assert_eq!(outs[2].as_deref().unwrap(), "ab");
-        assert_eq!(counts(&runs), [2, 2, 1], "inline {inline}");
+        // the writer may take the first job alone before the others are queued (then it is not
+        // in the failed transaction and runs once); inline, all three share it
+        let first = if inline { vec![2] } else { vec![1, 2] };
+        let c = counts(&runs);
+        assert!(first.contains(&c[0]) && c[1..] == [2, 1], "inline {inline}: {c:?}");
         assert_eq!(label(&o.0, "agent:main:redo"), Some(json!("ab")));
         assert!(o.0.read(|db| db.integrity_ok()).unwrap());
     }
@@ -370,6 +374,10 @@ fn many_jobs_queued_at_once_run_in_order_in_bounded_transactions_each_told_its_o
         assert_eq!(out.unwrap(), format!("l{i}"));
     }
     assert_eq!(label(&o.0, "agent:main:burst"), Some(json!(format!("l{}", n - 1))));
-    // at most MAX_BATCH (256) jobs a transaction
+    // at most MAX_BATCH (256) jobs a transaction (a batch is counted after it delivered)
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while w.batches() - before < 3 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     assert!(w.batches() - before >= 3, "{} batches for {n} jobs", w.batches() - before);
 }
