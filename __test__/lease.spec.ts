@@ -19,6 +19,9 @@ const SETTINGS = { ownership: { leaseMs: 1500 } }
 const HOLDER = `
   const { SessionTools } = require(process.env.ST_INDEX)
   setInterval(() => {}, 1000)
+  // one promise that never settles, kept reachable as a host's call in flight is (a bare
+  // \`new Promise(() => {})\` may be garbage collected, and the store then ends its run at once)
+  const stuck = new Promise(() => {})
   const seen = { announce: null, nested: false }
   let send, spawned
   const report = () => {
@@ -33,7 +36,7 @@ const HOLDER = `
       if (req.lane === 'announce') seen.announce = req
       if (req.lane === 'nested') seen.nested = true
       setTimeout(report, 20)
-      return new Promise(() => {})
+      return stuck
     },
   }).then(async (st) => {
     spawned = await st.sessionsSpawn({ task: 'index the logs', label: 'indexer' }, { agentSessionKey: 'agent:main:main' })

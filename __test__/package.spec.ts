@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const TSC = path.join(ROOT, 'node_modules', '.bin', 'tsc')
+/** The tests that run tsc: a type-check, a compile and a run of the output. */
+const TSC_TIMEOUT_MS = 90_000
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 const BINARY = `${PKG.napi.binaryName}.linux-x64-gnu.node`
 
@@ -126,6 +128,7 @@ describe('the installed package', () => {
     checkScriptOutput(ok(process.execPath, ['use.mjs'], consumer), 'esm')
   })
 
+  // tsc twice: 34 s once on a loaded 2-core machine (the default is 20 s)
   it('type-checks the typed example under tsc --strict, then compiles and runs it', () => {
     fs.copyFileSync(path.join(ROOT, 'examples', 'typed.ts'), path.join(consumer, 'typed.ts'))
     const flags = ['--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext']
@@ -138,7 +141,7 @@ describe('the installed package', () => {
     expect(out).toMatchObject({ lastChannel: 'whatsapp', history: 2, closedCode: 'CLOSED' })
     expect(out.listed).toEqual(['main:main']) // display key 'main', kind 'main'
     expect(out.tools).toContain('sessions_list')
-  })
+  }, TSC_TIMEOUT_MS)
 
   it('makes tsc --strict reject a consumer that misuses the types', () => {
     fs.writeFileSync(
@@ -153,5 +156,5 @@ describe('the installed package', () => {
     expect(r.status).not.toBe(0)
     expect(r.stdout).toContain('TS18047') // 'e' is possibly 'null'
     expect(r.stdout).toContain('TS2322') // string is not assignable to number
-  })
+  }, TSC_TIMEOUT_MS)
 })

@@ -37,13 +37,16 @@ function killMidRun(code: string, db: string): Promise<any> {
 const CHILD_PRELUDE = `
   const { SessionTools } = require(process.env.ST_INDEX)
   setInterval(() => {}, 1000) // a gateway stays up; the addon's weak callbacks alone would let it exit
+  // one promise that never settles, kept reachable as a host's call in flight is (a bare
+  // \`new Promise(() => {})\` may be garbage collected, and the store then ends its run at once)
+  const stuck = new Promise(() => {})
   let result
   const opened = SessionTools.open({
     path: process.env.ST_DB,
     config: { session: { agentToAgent: { maxPingPongTurns: 0 } } },
     runAgent: (req) => {
       setTimeout(() => console.log('READY ' + JSON.stringify({ req, result })), 50)
-      return new Promise(() => {})
+      return stuck
     },
   })
 `

@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import type { AgentRunRequest, DeliveryRequest, GatewayConfig, OpenOptions, SessionTools, SessionToolsEvent, ToolContext } from '../index.js'
-import { assistant, openFile, openMem, SessionTools as ST, textOf, tmpDir, track, until, user } from './helpers'
+import { assistant, neverSettles, openFile, openMem, SessionTools as ST, textOf, tmpDir, track, until, user } from './helpers'
 
 
 /** A host that records every run, delivery and event; runs answer at once. */
@@ -471,7 +471,7 @@ describe('sub-agents and sessions_spawn (§6.1, §6.9, DECISIONS.md #5)', () => 
     const runs: AgentRunRequest[] = []
     const st = await openMem(
       { agents: { defaults: { subagents: { maxActive: 3 } } } },
-      { runAgent: (req) => (runs.push(req), new Promise(() => {})) },
+      { runAgent: (req) => (runs.push(req), neverSettles()) },
     )
     const results: any[] = await Promise.all(Array.from({ length: 20 }, (_, i) => st.sessionsSpawn({ task: `t${i}` }, { agentSessionKey: 'agent:main:main' })))
     const accepted = results.filter((r) => r.status === 'accepted')
@@ -492,7 +492,7 @@ describe('sub-agents and sessions_spawn (§6.1, §6.9, DECISIONS.md #5)', () => 
     const options: OpenOptions = {
       path: path.join(dir, 'sessions.db'),
       config: { agents: { defaults: { subagents: { maxActive: 3 } } } },
-      runAgent: (req) => (runs.push(req), new Promise(() => {})),
+      runAgent: (req) => (runs.push(req), neverSettles()),
     }
     const a = track(await ST.open(options))
     const b = track(await ST.open(options))

@@ -51,11 +51,14 @@ describe('sessions_send end to end', () => {
 
   it('given a reply that comes after the wait timed out then the reply-back and the announce still happen', async () => {
     const deliveries: DeliveryRequest[] = []
+    // the reply is held until the send has answered `timeout`: late whatever the machine's load
+    let waitEnded!: () => void
+    const late = new Promise<void>((r) => (waitEnded = r))
     const st = await openMem(
       { session: { agentToAgent: { maxPingPongTurns: 0 } } },
       {
         runAgent: async (req) => {
-          if (req.message === 'slow question') await new Promise((r) => setTimeout(r, 1500))
+          if (req.message === 'slow question') await late
           return { reply: req.message.startsWith('Agent-to-agent announce') ? 'late but here' : 'the answer' }
         },
         deliver: async (msg) => void deliveries.push(msg),
@@ -63,7 +66,8 @@ describe('sessions_send end to end', () => {
     )
     const result: any = await st.sessionsSend({ sessionKey: DEV, message: 'slow question', timeoutSeconds: 1 }, { agentSessionKey: REQ })
     expect(result.status).toBe('timeout')
-    await until(() => deliveries.length === 1, 8000)
+    waitEnded()
+    await until(() => deliveries.length === 1)
     expect(deliveries[0]).toMatchObject({ to: 'channel:dev', message: 'late but here' })
     expect(await st.waitRun(result.runId, { timeoutMs: 0 })).toMatchObject({ status: 'ok' })
   })

@@ -43,12 +43,13 @@ const median = (xs) => (xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1
 
 /**
  * Runs the two-gateway kill loop on `db` (a SQLite file or a PostgreSQL URL), with scratch
- * files under `dir`. `leaseMs` is the gateways' lease (a takeover waits for it); with a server
+ * files under `dir`. `leaseMs` is the gateways' lease (a takeover waits for it); the survivor's is
+ * `survivorLeaseMs` when given (its heartbeat, a third of it, paces the takeovers); with a server
  * restart, the survivor and the victim alive during it hold `restartLeaseMs` (longer than the
  * server is down plus two heartbeats, so no live gateway's lease lapses). `cluster` (pg-cluster.mjs) enables the server restart, at
  * kill `restartAt`. Returns the figures and the violations.
  */
-export async function twoHosts({ db, dir, kills, leaseMs = 5_000, restartLeaseMs = 20_000, cluster = null, restartAt = kills >> 1, downMs = 1_000, log = () => {} }) {
+export async function twoHosts({ db, dir, kills, leaseMs = 5_000, survivorLeaseMs: survivorLease = leaseMs, restartLeaseMs = 20_000, cluster = null, restartAt = kills >> 1, downMs = 1_000, log = () => {} }) {
   const violations = []
   const stateDir = stateFolder(dir)
   const env = (id, mode, lease) => ({
@@ -63,7 +64,7 @@ export async function twoHosts({ db, dir, kills, leaseMs = 5_000, restartLeaseMs
   const gateways = new Map() // name → handle, in start order
   // the survivor's heartbeat (a third of its lease) paces the takeovers: its lease is the long
   // one only when the server will be restarted under it
-  const survivorLeaseMs = cluster ? restartLeaseMs : leaseMs
+  const survivorLeaseMs = cluster ? restartLeaseMs : survivorLease
   const survivor = startGateway({ ...env(SURVIVOR, 'crash', survivorLeaseMs), SOAK_CONTROL: '1' })
   gateways.set(SURVIVOR, survivor)
   if (!(await within(survivor.ready, 60_000))) {

@@ -9,6 +9,7 @@
 //! Here: the engine's state, entries, `chat.history`, import/export and stats; `sessions`
 //! (`sessions.*`), `patch` (patch fields), `rows` (the list row), `send_policy` (§7).
 
+mod memo;
 mod patch;
 mod rows;
 mod send_policy;
@@ -25,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::store::{Db, HistoryPage, Store};
 
+pub use memo::RowMemo;
 pub use patch::check_label;
 use patch::*;
 pub use rows::message_text;
@@ -43,6 +45,8 @@ pub struct Engine {
     mirror_dir: Option<PathBuf>,
     /// told of each committed `appendMessages` (the orchestration's session watches)
     append_observer: std::sync::OnceLock<AppendObserver>,
+    /// `sessions_list` rows rendered, by stored text (`memo.rs`)
+    list_rows: RowMemo,
 }
 
 /// Told of committed appends: the canonical key and the messages. Must not block.
@@ -75,7 +79,13 @@ fn dir_arg(v: &Value) -> Result<PathBuf> {
 
 impl Engine {
     pub fn new(store: Store, config: Config, mirror_dir: Option<PathBuf>) -> Engine {
-        Engine { store, config: RwLock::new(Arc::new(config)), mirror_dir, append_observer: Default::default() }
+        Engine {
+            store,
+            config: RwLock::new(Arc::new(config)),
+            mirror_dir,
+            append_observer: Default::default(),
+            list_rows: RowMemo::default(),
+        }
     }
 
     /// Sets the one observer of committed appends (a second call is ignored).
@@ -93,6 +103,11 @@ impl Engine {
 
     pub fn set_config(&self, config: Config) {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
+    }
+
+    /// The rows `sessions_list` rendered, remembered by their stored text.
+    pub fn list_rows(&self) -> &RowMemo {
+        &self.list_rows
     }
 
     pub fn mirror_dir(&self) -> Option<&std::path::Path> {

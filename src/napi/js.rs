@@ -170,7 +170,9 @@ fn text_or_value(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) ->
 /// JSON text (made off the JS thread) as a JS value.
 pub fn from_json_text<'env>(env: &'env Env, text: &str) -> napi::Result<Unknown<'env>> {
     let parse = json_fn(env, "parse")?;
-    let s = env.create_string(text)?;
+    // ASCII text (most answers) is copied as is into a one-byte string, without the UTF-8
+    // decoder; other text is decoded as UTF-8.
+    let s = if text.is_ascii() { env.create_string_latin1(text)? } else { env.create_string(text)? };
     parse.call(s.to_unknown())
 }
 

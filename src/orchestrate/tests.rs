@@ -32,14 +32,16 @@ fn payload(key: &str) -> Value {
            "sessionKey": "agent:main:discord:group:dev", "kind": "a2a_announce"})
 }
 
+/// Polls `f` every 10 ms for up to 20 s (generous: a reached state ends the wait at once).
 async fn until<T>(mut f: impl FnMut() -> Option<T>) -> T {
-    for _ in 0..500 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
         if let Some(v) = f() {
             return v;
         }
+        assert!(std::time::Instant::now() < deadline, "condition not reached within 20 s");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("condition not reached within 5 s");
 }
 
 fn item(orch: &Orchestrator, key: &str) -> OutboxRow {

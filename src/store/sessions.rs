@@ -187,13 +187,18 @@ macro_rules! list_where {
 /// SQLite, no filter with an index of its own: the two halves of `sessions_by_archived`
 /// (active, then archived), each walked in `updated_at` order and merged; only rows of equal
 /// `updated_at` are sorted (by rowid, the insertion order), a few at a time (the migration of
-/// issue 17 dropped `sessions_by_updated`: one index fewer for every upsert to write).
+/// issue 17 dropped `sessions_by_updated`: one index fewer for every upsert to write). The sort
+/// carries only `updated_at` and the rowid; the rows picked are read by rowid after it, in its
+/// order (listraw: sorting whole rows, entries included, was a tenth of a listing).
 pub(super) const LIST_BY_UPDATED: &str = concat!(
-    "SELECT key, entry, updated_at, rowid FROM sessions INDEXED BY sessions_by_archived WHERE archived = 0",
+    "WITH picked (u, r) AS (",
+    "SELECT updated_at, rowid FROM sessions INDEXED BY sessions_by_archived WHERE archived = 0",
     list_where!(),
-    " UNION ALL SELECT key, entry, updated_at, rowid FROM sessions INDEXED BY sessions_by_archived WHERE archived = 1",
+    " UNION ALL SELECT updated_at, rowid FROM sessions INDEXED BY sessions_by_archived WHERE archived = 1",
     list_where!(),
-    " ORDER BY 3 DESC, 4 ASC LIMIT :limit"
+    " ORDER BY 1 DESC, 2 ASC LIMIT :limit)",
+    " SELECT s.key, s.entry FROM picked CROSS JOIN sessions AS s ON s.rowid = picked.r",
+    " ORDER BY picked.u DESC, picked.r ASC"
 );
 pub(super) const LIST_BY_SPAWNED_BY: &str = list_sql!(sqlite, "sessions_by_spawned_by", "spawned_by = :spawned_by");
 pub(super) const LIST_BY_LABEL: &str = list_sql!(sqlite, "sessions_by_label", "label = :label");
@@ -477,6 +482,12 @@ impl Db<'_> {
     /// reads as absent).
     pub fn list_sparse(&self, f: &ListFilter, fields: &'static FieldSet) -> Result<Vec<Listed<SparseEntry>>> {
         self.list_with(f, |r| read_sparse_row(r, fields))
+    }
+
+    /// As [`list`](Self::list), handing `f` each row's key and stored entry text as they are
+    /// (borrowed from the row: nothing parsed, nothing copied).
+    pub fn list_texts(&self, f: &ListFilter, mut each: impl FnMut(&str, &str) -> Result<()>) -> Result<()> {
+        self.list_with(f, |r| r.with_text(0, |key| r.with_text(1, |entry| each(key, entry)))).map(drop)
     }
 
     fn list_with<T>(&self, f: &ListFilter, read: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {

@@ -293,6 +293,8 @@ fn every_list_variant_walks_an_index_in_order_without_sorting() {
             assert!(p.contains("MERGE (UNION ALL)") && p.contains("sessions_by_archived"), "{name}: {p}");
             let whole_sort = p.lines().any(|l| l.contains("TEMP B-TREE") && !l.contains("LAST TERM OF ORDER BY"));
             assert!(!whole_sort, "{name}: {p}");
+            // the sort carries rowids; the rows are read by rowid after it
+            assert!(p.contains("INTEGER PRIMARY KEY"), "{name}: {p}");
         } else {
             assert!(!p.contains("TEMP B-TREE"), "{name}: {p}");
         }
@@ -361,6 +363,20 @@ fn equal_timestamps_list_in_insertion_order_and_page_by_key_on_both_backends() {
                 .collect::<Vec<_>>()
         };
         assert_eq!(keys(&base), ["b", "z", "a", "m", "c"], "{d:?}");
+        // the rows' texts as stored, in the same order
+        let texts = s
+            .read(|db| {
+                let mut out = Vec::new();
+                db.list_texts(&base, |k, e| {
+                    let entry: Map<String, Value> = serde_json::from_str(e).expect("stored entry");
+                    out.push((k.trim_start_matches("agent:main:").to_owned(), entry.get("label").cloned()));
+                    Ok(())
+                })?;
+                Ok(out)
+            })
+            .unwrap();
+        let labels: Vec<_> = texts.iter().map(|(k, l)| (k.as_str(), l.clone())).collect();
+        assert_eq!(labels, [("b", None), ("z", Some(json!("again"))), ("a", None), ("m", None), ("c", None)], "{d:?}");
         assert_eq!(keys(&ListFilter { limit: Some(3), ..base.clone() }), ["b", "z", "a"], "{d:?}");
         assert_eq!(keys(&ListFilter { limit: Some(1), ..base.clone() }), ["b"], "{d:?}");
         // the 2026.9 inventory page: ties by key, offsets into the merged order

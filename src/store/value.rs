@@ -235,6 +235,17 @@ impl Row<'_> {
     }
 }
 
+impl Row<'_> {
+    /// Column `i` as text borrowed from the row (no copy), handed to `f`; errors as [`Row::get`].
+    pub fn with_text<T>(&self, i: usize, f: impl FnOnce(&str) -> Result<T>) -> Result<T> {
+        let text = match self {
+            Row::Lite(r) => r.get_ref(i).map_err(|e| col_error(i, e))?.as_str().map_err(|e| col_error(i, e))?,
+            Row::Pg(r) => r.try_get::<_, &str>(i).map_err(|e| col_error(i, e))?,
+        };
+        f(text)
+    }
+}
+
 fn col_error(i: usize, e: impl std::fmt::Display) -> Error {
     Error::store(format!("column {i} of a stored row: {e}"))
 }

@@ -9,10 +9,11 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::entry;
 use crate::entry::Fields;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::SessionKind;
 use crate::policy::{a2a, sandbox};
-use crate::store::{FieldSet, ListFilter, Listed};
+use crate::store::{Db, FieldSet, ListFilter, Listed, SparseEntry};
+use std::sync::Arc;
 
 /// Rows returned when the model gives no `limit`.
 pub const DEFAULT_LIMIT: u32 = 200;
@@ -128,6 +129,9 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
             global_scope: km.is_global_scope(),
             default_agent: km.default_agent().to_owned(),
         };
+        if message_limit == 0 {
+            return rows_text(engine, &cfg, &requester, db, &filter).map(Err);
+        }
         let rows = db.list_sparse(&filter, &ROW_SET)?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
@@ -148,8 +152,12 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
             };
             out.push((r, messages));
         }
-        Ok(out)
+        Ok(Ok(out))
     })?;
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(text) => return Ok(text),
+    };
     let dcs: Vec<entry::DeliveryContext> = rows.iter().map(|(r, _)| entry::delivery_context(&r.entry)).collect();
     let out: Vec<Row<'_>> = rows
         .iter()
@@ -157,6 +165,47 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
         .map(|((r, messages), dc)| row(engine, &cfg, r, dc, &requester, messages.as_deref()))
         .collect();
     render(&out)
+}
+
+/// The answer without messages, `{count, sessions}`, as JSON text: each row's text is the one
+/// [`row`] renders, remembered by the stored entry text it came from ([`RowMemo`](crate::engine::RowMemo)), so a row
+/// whose entry did not change since it was last listed is not parsed nor built again.
+fn rows_text(
+    engine: &Engine,
+    cfg: &Arc<Config>,
+    requester: &Requester,
+    db: &Db<'_>,
+    filter: &ListFilter,
+) -> Result<Listing> {
+    let memo = engine.list_rows();
+    let agent = requester.agent.as_str();
+    let mut body = String::new();
+    let mut count = 0usize;
+    db.list_texts(filter, |key, stored| {
+        if count > 0 {
+            body.push(',');
+        }
+        count += 1;
+        if memo.append(cfg, agent, key, stored, &mut body) {
+            return Ok(());
+        }
+        let entry = SparseEntry::parse(stored, &ROW_SET)
+            .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
+        let r = Listed { key: key.to_owned(), entry };
+        let dc = entry::delivery_context(&r.entry);
+        let text = serde_json::to_string(&row(engine, cfg, &r, &dc, requester, None))
+            .map_err(|e| Error::store(format!("cannot encode the listing: {e}")))?;
+        memo.put(cfg, agent, key, stored, &text);
+        body.push_str(&text);
+        Ok(())
+    })?;
+    let mut out = String::with_capacity(body.len() + 32);
+    out.push_str("{\"count\":");
+    out.push_str(&count.to_string());
+    out.push_str(",\"sessions\":[");
+    out.push_str(&body);
+    out.push_str("]}");
+    Ok(Listing(out))
 }
 
 /// The tool's answer, `{count, sessions}`, as JSON text.
@@ -364,5 +413,110 @@ mod tests {
             };
             assert_eq!(render(&full), render(&sparse), "{key}");
         }
+    }
+
+    /// The listing without messages, as the path that builds every row (the one `messageLimit`
+    /// takes: its rows end in `"messages":[]` for sessions without a transcript) renders it.
+    fn built(engine: &Engine, ctx: &ToolContext, args: Value) -> String {
+        let mut args = args;
+        args["messageLimit"] = json!(1);
+        run_text(engine, &args, ctx).expect("list").0.replace(r#","messages":[]}"#, "}")
+    }
+
+    #[test]
+    fn remembered_rows_are_the_rows_rendering_gives_and_a_changed_entry_is_rendered_again() {
+        for store in crate::store::pg::testdb::stores() {
+            let d = store.dialect();
+            let engine = Engine::new(store, Config::default(), None);
+            let ctx = ToolContext { agent_session_key: Some("agent:main:main".into()), ..ToolContext::default() };
+            // text that tests the writer: escapes, control and non-ASCII characters, a repeated
+            // key, numbers past i64 and in f64's exponent form, negative zero, nested values
+            let entries = [
+                (
+                    "agent:main:main",
+                    r#"{"sessionId":"s-m","updatedAt":500,"label":"\u00e9 \" \\ \u0001 \ud83d\ude00 \u2028","totalTokens":1e21,"contextTokens":-0.0}"#,
+                ),
+                (
+                    "agent:main:discord:group:g1",
+                    r#"{"sessionId":"s-g","updatedAt":400,"chatType":"group","subject":"\u00dcn\u00efcode","totalTokens":123456789012345678901234567890,"systemSent":true,"origin":{"label":"O"}}"#,
+                ),
+                (
+                    "agent:main:old",
+                    r#"{"sessionId":"s-o","updatedAt":300,"lastChannel":"telegram","lastTo":"+1","inputTokens":18446744073709551615,"outputTokens":-0,"x":[1,{"a":null}]}"#,
+                ),
+                (
+                    "agent:main:x",
+                    r#"{"sessionId":"s-x","updatedAt":300,"label":"first","label":"repeated","abortedLastRun":false,"updatedAt":200}"#,
+                ),
+                (
+                    "agent:main:work",
+                    r#"{"sessionId":"s-w","updatedAt":100,"deliveryContext":{"channel":"slack","to":"u1"}}"#,
+                ),
+            ];
+            for (key, text) in entries {
+                let e: Entry = serde_json::from_str(text).expect("fixture");
+                engine.store().write(|db| db.put_session(key, &e)).expect("put");
+            }
+            let listed = |args: Value| run_text(&engine, &args, &ctx).expect("list").0;
+            let first = listed(json!({}));
+            assert_eq!(engine.list_rows().len(), entries.len(), "{d:?}");
+            assert_eq!(first, built(&engine, &ctx, json!({})), "{d:?}");
+            assert!(first.contains("\"label\":\"\u{e9} \\\" \\\\ \\u0001 \u{1f600} \u{2028}\""), "{d:?}: {first}");
+            assert!(
+                first.contains("\"totalTokens\":1e+21") && first.contains("\"contextTokens\":-0.0"),
+                "{d:?}: {first}"
+            );
+            // the second listing comes from the memo: the same bytes
+            assert_eq!(listed(json!({})), first, "{d:?}");
+            assert_eq!(listed(json!({"limit": 2})), built(&engine, &ctx, json!({"limit": 2})), "{d:?}");
+
+            // an entry rewritten by any writer (the memo hears of no write: it compares the text)
+            let mut e: Entry = serde_json::from_str(entries[2].1).expect("fixture");
+            e.insert("label".into(), json!("renamed"));
+            engine.store().write(|db| db.put_session("agent:main:old", &e)).expect("put");
+            let after = listed(json!({}));
+            assert!(after.contains(r#""label":"renamed""#), "{d:?}: {after}");
+            assert_eq!(after, built(&engine, &ctx, json!({})), "{d:?}");
+
+            // another config: rows rendered under the old one are not used (`work` is now main)
+            let cfg = json!({"session": {"mainKey": "work"}, "tools": {"agentToAgent": {"enabled": true}}});
+            engine.set_config(Config::from_json(&cfg).expect("config"));
+            let work = listed(json!({}));
+            assert!(work.contains(r#"{"key":"main","kind":"main","#), "{d:?}: {work}");
+            assert_eq!(work, built(&engine, &ctx, json!({})), "{d:?}");
+            // another requester: the keys are shown from its side
+            let ops = ToolContext { agent_session_key: Some("agent:ops:main".into()), ..ToolContext::default() };
+            let theirs = run_text(&engine, &json!({}), &ops).expect("list").0;
+            assert!(theirs.contains(r#""key":"agent:main:work""#), "{d:?}: {theirs}");
+            assert_eq!(theirs, built(&engine, &ops, json!({})), "{d:?}");
+            assert_eq!(listed(json!({})), work, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn the_memo_answers_only_for_the_same_stored_text_config_and_agent_and_stays_bounded() {
+        let engine = Engine::new(Store::open(":memory:").expect("store"), Config::default(), None);
+        let memo = engine.list_rows();
+        let cfg = engine.config();
+        memo.put(&cfg, "main", "agent:main:a", "{}", r#"{"key":"a"}"#);
+        let mut out = String::new();
+        assert!(memo.append(&cfg, "main", "agent:main:a", "{}", &mut out));
+        assert_eq!(out, r#"{"key":"a"}"#);
+        // another stored text, another agent or another config: not remembered
+        assert!(!memo.append(&cfg, "main", "agent:main:a", "{} ", &mut out));
+        assert!(!memo.append(&cfg, "ops", "agent:main:a", "{}", &mut out));
+        // each agent's rows are kept beside the others' (agents listing in turn)
+        memo.put(&cfg, "ops", "agent:main:a", "{}", r#"{"key":"agent:main:a"}"#);
+        let mut theirs = String::new();
+        assert!(memo.append(&cfg, "ops", "agent:main:a", "{}", &mut theirs));
+        assert_eq!(theirs, r#"{"key":"agent:main:a"}"#);
+        assert_eq!(memo.len(), 2);
+        assert!(!memo.append(&Arc::new(Config::default()), "main", "agent:main:a", "{}", &mut out));
+        assert_eq!(out, r#"{"key":"a"}"#);
+        // the bound: past it the memo starts over
+        for i in 0..5000 {
+            memo.put(&cfg, "main", &format!("k{i}"), "{}", "{}");
+        }
+        assert!(memo.len() <= 2048, "{}", memo.len());
     }
 }

@@ -84,9 +84,13 @@ async fn runs_on_one_session_go_one_at_a_time_in_arrival_order_and_sessions_over
     let max_same = Arc::new(AtomicUsize::new(0));
     let max_total = Arc::new(AtomicUsize::new(0));
     let order: Arc<Mutex<Vec<String>>> = Arc::default();
+    // The first run of each session waits (up to 10 s) for the other's to start: two sessions'
+    // runs overlap whatever the machine's load, and if lanes held one session's run back
+    // behind the other's, the wait runs out and `max_total` stays 1.
+    let firsts = Arc::new(tokio::sync::Barrier::new(2));
     let (a2, ms, mt, o2) = (active.clone(), max_same.clone(), max_total.clone(), order.clone());
     let h = host(move |req| {
-        let (a, ms, mt, o) = (a2.clone(), ms.clone(), mt.clone(), o2.clone());
+        let (a, ms, mt, o, firsts) = (a2.clone(), ms.clone(), mt.clone(), o2.clone(), firsts.clone());
         Box::pin(async move {
             {
                 let mut act = lock(&a);
@@ -94,6 +98,9 @@ async fn runs_on_one_session_go_one_at_a_time_in_arrival_order_and_sessions_over
                 ms.fetch_max(act[&req.session_key], Ordering::SeqCst);
                 mt.fetch_max(act.values().sum(), Ordering::SeqCst);
                 lock(&o).push(req.message.clone());
+            }
+            if req.message.ends_with("-0") {
+                let _ = tokio::time::timeout(Duration::from_secs(10), firsts.wait()).await;
             }
             tokio::time::sleep(Duration::from_millis(30)).await;
             *lock(&a).entry(req.session_key.clone()).or_default() -= 1;
@@ -114,7 +121,8 @@ async fn runs_on_one_session_go_one_at_a_time_in_arrival_order_and_sessions_over
     let ones: Vec<&String> = seen.iter().filter(|m| m.starts_with("one")).collect();
     assert_eq!(ones, ["one-0", "one-1", "one-2", "one-3", "one-4"]);
     // the lane is released just after the waiters hear of the last run
-    for _ in 0..100 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
         if lock(&runs.lanes).is_empty() {
             break;
         }

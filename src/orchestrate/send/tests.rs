@@ -78,15 +78,16 @@ async fn send(orch: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
     orch.tool(crate::tools::Tool::SessionsSend, params, ctx, false).await.unwrap()
 }
 
-/// Polls `f` every 10 ms for up to 5 s.
+/// Polls `f` every 10 ms for up to 20 s (generous: a reached state ends the wait at once).
 async fn eventually(what: &str, f: impl Fn() -> bool) {
-    for _ in 0..500 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
         if f() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("not within 5 s: {what}");
+    assert!(f(), "not within 20 s: {what}");
 }
 
 fn count(host: &FakeHost, kind: &str) -> usize {
@@ -244,8 +245,10 @@ async fn d3_a_group_target_gets_its_announce_delivered_to_its_channel() {
     assert_eq!(queued.details["idempotencyKey"], d[0]["idempotencyKey"]);
 }
 
-/// D4: the requester's first turn says `REPLY_SKIP`; the announce step answers `announce`.
-async fn d4_case(announce: &'static str) -> Arc<FakeHost> {
+/// D4: the requester's first turn says `REPLY_SKIP`; the announce step answers `announce`. The
+/// orchestrator is returned too: the announce is delivered by its outbox worker after `a2a.end`,
+/// and a dropped orchestrator stops that worker (as a closed store would).
+async fn d4_case(announce: &'static str) -> (Arc<Orchestrator>, Arc<FakeHost>) {
     let host = scripted(move |k, _| {
         Ok(match k {
             Kind::Primary => "initial",
@@ -260,17 +263,17 @@ async fn d4_case(announce: &'static str) -> Arc<FakeHost> {
     assert_eq!(out["status"], "ok");
     flows_end(&host, 1).await;
     assert_eq!(kinds(&host), [Kind::Primary, Kind::RequesterTurn, Kind::Announce]);
-    host
+    (orch, host)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d4_reply_skip_ends_the_loop_announce_skip_posts_nothing_other_replies_post_trimmed() {
-    let host = d4_case("ANNOUNCE_SKIP").await;
+    let (_orch, host) = d4_case("ANNOUNCE_SKIP").await;
     let skipped = host.events().into_iter().find(|e| e.kind == "a2a.announce").unwrap();
     assert_eq!(skipped.details["status"], "skipped");
     assert!(host.deliveries().is_empty());
 
-    let host = d4_case("  hello ").await;
+    let (_orch, host) = d4_case("  hello ").await;
     eventually("the announce is delivered", || host.deliveries().len() == 1).await;
     assert_eq!(host.deliveries()[0]["message"], "hello");
     // "REPLY_SKIP now" is not a skip

@@ -35,15 +35,17 @@ pub async fn spawn(o: &Arc<Orchestrator>, params: Value, ctx: Value) -> Value {
     o.tool(crate::tools::Tool::SessionsSpawn, params, ctx, false).await.unwrap()
 }
 
-/// Polls `check` every 10 ms for at most 5 s.
+/// Polls `check` every 10 ms for at most 20 s (generous: a loaded machine is slow, and a
+/// state that is reached ends the wait at once).
 pub async fn until(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..500 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
         if check() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("still waiting after 5 s: {what}");
+    assert!(check(), "still waiting after 20 s: {what}");
 }
 
 pub fn record(o: &Orchestrator, run_id: &str) -> Option<SubagentRun> {
