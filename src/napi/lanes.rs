@@ -19,8 +19,8 @@ use crate::engine::Engine;
 use crate::error::{Error as CoreError, ErrorCode, Result as CoreResult};
 use crate::store::{GroupJob, GroupWriter, Store};
 
-/// A short job answering JSON text.
-pub type LaneJob = Box<dyn FnOnce(&Engine) -> CoreResult<String> + Send + 'static>;
+/// A short job answering JSON text (a write may run twice: see `store::group`).
+pub type LaneJob = Box<dyn FnMut(&Engine) -> CoreResult<String> + Send + 'static>;
 /// A short job that may run inline, and run again elsewhere if it would have waited.
 pub type FastTextJob = Arc<dyn Fn(&Engine) -> CoreResult<String> + Send + Sync + 'static>;
 
@@ -84,21 +84,13 @@ impl Lanes {
     /// Runs `job` on its lane; the promise settles on the JS thread once its outcome holds (for a
     /// write: once the transaction that holds it has committed).
     fn submit_ticket(&self, lane: Lane, job: LaneJob, ticket: Ticket) {
-        let engine = self.engine.clone();
-        let run = move || -> CoreResult<String> {
-            if engine.store().is_closed() {
-                return Err(CoreError::closed());
-            }
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&engine))).unwrap_or_else(|_| {
-                Err(CoreError::new(
-                    ErrorCode::StoreError,
-                    "internal error: the operation failed unexpectedly (a bug; please report it)",
-                ))
-            })
-        };
         match lane {
-            Lane::Write => self.writer.submit(Box::new(run), Box::new(move |out| ticket.complete(out))),
+            Lane::Write => {
+                let job: GroupJob = Box::new(self.guarded(job));
+                self.writer.submit(job, Box::new(move |out| ticket.complete(out)))
+            }
             Lane::Read => {
+                let mut run = self.guarded(job);
                 let task: ReadTask = Box::new(move || ticket.complete(run()));
                 let sent = match &*self.reader.lock().unwrap_or_else(|p| p.into_inner()) {
                     Some(tx) => tx.send(task).map_err(|e| e.0),
@@ -109,6 +101,18 @@ impl Lanes {
                     task();
                 }
             }
+        }
+    }
+
+    /// `job` on this lane's engine: refused once the store is closed, a panic an error.
+    fn guarded(&self, mut job: LaneJob) -> impl FnMut() -> CoreResult<String> + Send + 'static {
+        let engine = self.engine.clone();
+        move || -> CoreResult<String> {
+            if engine.store().is_closed() {
+                return Err(CoreError::closed());
+            }
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&engine)))
+                .unwrap_or_else(|_| Err(internal_error()))
         }
     }
 }
@@ -151,6 +155,9 @@ pub fn queue<'env>(
     let (ticket, promise) = port::promise(env)?;
     let first = TURN.with(|t| {
         let mut t = t.borrow_mut();
+        if t.capacity() == 0 {
+            t.reserve(64);
+        }
         t.push(Queued { lanes: lanes.clone(), lane, job, ticket });
         t.len() == 1
     });

@@ -3,9 +3,17 @@
 //! SQLite has one writer; each transaction of its own pays the write lock, the log frames of
 //! every page it touched and the commit. A [`GroupWriter`] is one thread per store that takes
 //! every write job waiting when it comes round and runs them in one `BEGIN IMMEDIATE`
-//! transaction, each job in a savepoint of its own: a job that fails rolls back only its own
-//! changes and is told its own error; the others commit together. No job is told of success
-//! before the commit that holds its write, and if that commit fails, every job in it is told.
+//! transaction: a job that fails rolls back only its own changes and is told its own error; the
+//! others commit together. No job is told of success before the commit that holds its write,
+//! and if that commit fails, every job in it is told.
+//!
+//! Savepoints are paid for only when a job fails: a batch first runs its jobs with none (SQLite
+//! copies every page a savepoint touches for the first time, and each `SAVEPOINT`/`RELEASE` is a
+//! statement). If a job's write fails there, the whole open transaction is rolled back and its
+//! jobs run again from its start, this time each in a savepoint of its own, so that failure
+//! (and any later one) rolls back only its own job. No outcome of a rolled-back run is kept or
+//! delivered; a job must therefore be safe to run again (it is a closure over its arguments
+//! whose effects are its store writes; [`GroupJob`] is `FnMut`).
 //!
 //! The jobs are opaque closures (the engine's own write methods): [`Store::write`] and
 //! [`Store::write_then`], called inside a batch on the writer thread, use the batch's
@@ -25,8 +33,10 @@ use rusqlite::Connection;
 use super::{Db, Store, TxSql};
 use crate::error::{Error, ErrorCode, Result};
 
-/// A write job: at most one write transaction's worth of work, answering JSON text.
-pub type GroupJob = Box<dyn FnOnce() -> Result<String> + Send + 'static>;
+/// A write job: at most one write transaction's worth of work, answering JSON text. It may be
+/// run a second time when the first run's transaction was rolled back under another job's
+/// failure (see the module header), so it keeps no state of its own between runs.
+pub type GroupJob = Box<dyn FnMut() -> Result<String> + Send + 'static>;
 /// Where a job's outcome goes once it is known to hold (after the commit).
 pub type Deliver = Box<dyn FnOnce(Result<String>) + Send + 'static>;
 
@@ -109,6 +119,10 @@ struct Batch {
     dirty: Cell<bool>,
     /// the index of the batch's last job
     last: usize,
+    /// no savepoint per job (until a job's write fails: see the module header)
+    optimistic: Cell<bool>,
+    /// the open transaction was rolled back under a job without a savepoint: its jobs run again
+    redo: Cell<bool>,
 }
 
 thread_local! {
@@ -200,22 +214,34 @@ impl Store {
                 inline,
                 dirty: Cell::new(false),
                 last: jobs.len().saturating_sub(1),
+                optimistic: Cell::new(true),
+                redo: Cell::new(false),
             })
         });
+        let mut jobs = jobs;
         let mut outs: Vec<Result<String>> = Vec::with_capacity(jobs.len());
         // inline, once a job would have waited, the later ones do not run (they run again
         // elsewhere, after it, in order)
         let mut stopped = false;
-        for (i, job) in jobs.into_iter().enumerate() {
+        let mut i = 0;
+        while i < jobs.len() {
             if stopped {
                 outs.push(Err(super::would_block()));
+                i += 1;
                 continue;
             }
             with_batch(|b| b.current.set(i));
-            let out =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or_else(|_| Err(internal_error()));
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut jobs[i]))
+                .unwrap_or_else(|_| Err(internal_error()));
+            if let Some(start) = with_batch(|b| b.redo.replace(false).then(|| b.tx_start.get())).flatten() {
+                // rolled back under this job: its transaction's jobs again, each in a savepoint
+                outs.truncate(start);
+                i = start;
+                continue;
+            }
             stopped = inline && out.as_ref().is_err_and(super::is_would_block);
             outs.push(out);
+            i += 1;
         }
         let Some(batch) = BATCH.with(|b| b.borrow_mut().take()) else {
             return (outs, false);
@@ -252,11 +278,10 @@ impl Store {
         f: &mut impl FnMut(&Db<'_>) -> Result<T>,
         after: Option<impl FnOnce(&T)>,
     ) -> Option<Result<T>> {
-        let (conn, open, inline, alone) = BATCH.with(|b| {
-            b.borrow()
-                .as_ref()
-                .filter(|b| std::ptr::eq(b.store, self))
-                .map(|b| (b.conn, b.open.get(), b.inline, !b.dirty.get() && b.current.get() == b.last))
+        let (conn, open, inline, alone, optimistic) = BATCH.with(|b| {
+            b.borrow().as_ref().filter(|b| std::ptr::eq(b.store, self)).map(|b| {
+                (b.conn, b.open.get(), b.inline, !b.dirty.get() && b.current.get() == b.last, b.optimistic.get())
+            })
         })?;
         // SAFETY: the pointer is to the connection the batch's runner holds locked, on this
         // thread, for as long as the batch is registered in the thread-local.
@@ -271,17 +296,19 @@ impl Store {
             }
             // The first write of the batch's last job is alone in its transaction: it needs no
             // savepoint of its own (on failure the transaction is rolled back, nothing else in it).
-            if !alone {
+            // Optimistic, no write has one: a failure rolls the transaction back and runs it again.
+            let bare = alone || optimistic;
+            if !bare {
                 super::exec_cached(conn, TxSql::Savepoint).map_err(super::sql)?;
             }
             let out = {
-                let unwind = UndoOnPanic { conn, alone };
+                let unwind = UndoOnPanic { conn, alone, optimistic };
                 let out = f(&Db::new(conn));
                 std::mem::forget(unwind);
                 out
             };
             let out = match out {
-                Ok(v) if alone => Ok(v),
+                Ok(v) if bare => Ok(v),
                 Ok(v) => super::exec_cached(conn, TxSql::Release).map_err(super::sql).map(|()| v),
                 Err(e) => Err(e),
             };
@@ -309,6 +336,10 @@ impl Store {
                         let _ = super::exec_cached(conn, TxSql::Rollback);
                     }
                     with_batch(|b| b.open.set(false));
+                    Err(e)
+                }
+                Err(e) if optimistic && !conn.is_autocommit() => {
+                    redo_with_savepoints(conn);
                     Err(e)
                 }
                 Err(e) => {
@@ -357,12 +388,15 @@ fn with_batch<R>(f: impl FnOnce(&Batch) -> R) -> Option<R> {
 struct UndoOnPanic<'c> {
     conn: &'c Connection,
     alone: bool,
+    optimistic: bool,
 }
 
 impl Drop for UndoOnPanic<'_> {
     fn drop(&mut self) {
         if self.conn.is_autocommit() {
             with_batch(|b| b.open.set(false));
+        } else if self.optimistic && !self.alone {
+            redo_with_savepoints(self.conn);
         } else if self.alone {
             let _ = super::exec_cached(self.conn, TxSql::Rollback);
             with_batch(|b| b.open.set(false));
@@ -370,6 +404,19 @@ impl Drop for UndoOnPanic<'_> {
             let _ = self.conn.execute_batch("ROLLBACK TO job; RELEASE job");
         }
     }
+}
+
+/// A write without a savepoint failed with the transaction still open: rolls the whole
+/// transaction back (the failed job's partial changes with it) and has its jobs run again from
+/// its start, each in a savepoint from now on (see `run_jobs`).
+fn redo_with_savepoints(conn: &Connection) {
+    let _ = super::exec_cached(conn, TxSql::Rollback);
+    with_batch(|b| {
+        b.open.set(false);
+        b.dirty.set(false);
+        b.optimistic.set(false);
+        b.redo.set(true);
+    });
 }
 
 /// Records that the open transaction was rolled back under its jobs; the error for the job

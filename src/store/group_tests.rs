@@ -277,3 +277,107 @@ fn the_last_job_alone_in_its_transaction_fails_without_a_savepoint_and_rolls_bac
     assert_eq!(label(&o.0, "agent:main:after"), Some(json!("fine")));
     assert!(o.0.read(|db| db.integrity_ok()).unwrap());
 }
+
+/// Jobs on one key: "a", then one that writes and refuses, then one that appends "b" to what it
+/// reads; each counts its runs.
+fn redo_jobs(o: &Arc<Owner>, runs: &Arc<[std::sync::atomic::AtomicUsize; 3]>) -> Vec<GroupJob> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (a, b, c) = (o.clone(), o.clone(), o.clone());
+    let (ra, rb, rc) = (runs.clone(), runs.clone(), runs.clone());
+    vec![
+        Box::new(move || {
+            ra[0].fetch_add(1, Relaxed);
+            put(&a.0, "agent:main:redo", "a")
+        }),
+        Box::new(move || {
+            rb[1].fetch_add(1, Relaxed);
+            b.0.write(|db| {
+                let mut patch = Map::new();
+                patch.insert("label".into(), json!("refused"));
+                db.put_session("agent:main:redo", &entry::merge(db.session("agent:main:redo")?.as_ref(), &patch, 1))?;
+                Err::<String, _>(Error::invalid_request("refused after writing"))
+            })
+        }),
+        Box::new(move || {
+            rc[2].fetch_add(1, Relaxed);
+            let old = label(&c.0, "agent:main:redo").and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+            put(&c.0, "agent:main:redo", &format!("{old}b"))
+        }),
+    ]
+}
+
+#[test]
+fn a_batch_runs_without_savepoints_and_a_failure_runs_its_transaction_again_each_job_in_a_savepoint() {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    let counts = |r: &[AtomicUsize; 3]| r.iter().map(|c| c.load(Relaxed)).collect::<Vec<_>>();
+    // with no failure every job runs once
+    let o = open();
+    let runs = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let r = runs.clone();
+    let ok: Vec<GroupJob> = (0..3)
+        .map(|i| {
+            let (o, r) = (o.clone(), r.clone());
+            Box::new(move || {
+                r[i].fetch_add(1, Relaxed);
+                put(&o.0, &format!("agent:main:ok{i}"), "v")
+            }) as GroupJob
+        })
+        .collect();
+    assert!(o.0.try_run_inline(ok).ok().unwrap().iter().all(Result::is_ok));
+    assert_eq!(counts(&runs), [1, 1, 1]);
+    // a write that fails without a savepoint: the transaction again from its start, the failed
+    // job rolled back alone, the later job sees the earlier one's write and not the failed one's
+    for inline in [true, false] {
+        let o = open();
+        let runs = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let outs = if inline {
+            o.0.try_run_inline(redo_jobs(&o, &runs)).ok().unwrap()
+        } else {
+            let w = GroupWriter::start(o.clone()).unwrap();
+            submit_held(&o, &w, redo_jobs(&o, &runs))
+        };
+        assert_eq!(outs[0].as_deref().unwrap(), "a", "inline {inline}");
+        assert_eq!(outs[1].as_ref().unwrap_err().message(), "refused after writing");
+        assert_eq!(outs[2].as_deref().unwrap(), "ab");
+        // the writer may take the first job alone before the others are queued (then it is not
+        // in the failed transaction and runs once); inline, all three share it
+        let first = if inline { vec![2] } else { vec![1, 2] };
+        let c = counts(&runs);
+        assert!(first.contains(&c[0]) && c[1..] == [2, 1], "inline {inline}: {c:?}");
+        assert_eq!(label(&o.0, "agent:main:redo"), Some(json!("ab")));
+        assert!(o.0.read(|db| db.integrity_ok()).unwrap());
+    }
+}
+
+#[test]
+fn many_jobs_queued_at_once_run_in_order_in_bounded_transactions_each_told_its_own_result() {
+    let o = open();
+    let w = GroupWriter::start(o.clone()).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let n = 600;
+    let before = w.batches();
+    {
+        // held, so that all 600 are queued before the first batch is taken
+        let _held = o.0.writer.lock().unwrap();
+        for i in 0..n {
+            let (o, tx) = (o.clone(), tx.clone());
+            w.submit(
+                Box::new(move || put(&o.0, "agent:main:burst", &format!("l{i}"))),
+                Box::new(move |out| tx.send((i, out)).unwrap()),
+            );
+        }
+    }
+    let mut outs: Vec<(usize, Result<String>)> =
+        (0..n).map(|_| rx.recv_timeout(Duration::from_secs(20)).unwrap()).collect();
+    outs.sort_by_key(|(i, _)| *i);
+    for (i, out) in outs {
+        assert_eq!(out.unwrap(), format!("l{i}"));
+    }
+    assert_eq!(label(&o.0, "agent:main:burst"), Some(json!(format!("l{}", n - 1))));
+    // at most MAX_BATCH (256) jobs a transaction (a batch is counted after it delivered)
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while w.batches() - before < 3 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(w.batches() - before >= 3, "{} batches for {n} jobs", w.batches() - before);
+}

@@ -46,7 +46,7 @@ fn submit_behind(w: &GroupWriter, jobs: Vec<GroupJob>) -> Vec<Result<String>> {
     outs.into_iter().map(|(_, o)| o).collect()
 }
 
-fn job(f: impl FnOnce() -> Result<String> + Send + 'static) -> GroupJob {
+fn job(f: impl FnMut() -> Result<String> + Send + 'static) -> GroupJob {
     Box::new(f)
 }
 
@@ -171,7 +171,7 @@ fn reads_in_a_postgres_batch_see_its_writes_and_side_effects_follow_their_commit
                         db.put_session("agent:main:c", &entry::merge(None, &Map::new(), 1))?;
                         Ok("C".to_owned())
                     },
-                    move |_| {
+                    |_| {
                         let other = Store::open(&url).expect("open");
                         seen_tx.send(other.read(|db| db.session_count()).expect("count")).expect("send");
                     },
