@@ -233,9 +233,7 @@ impl Row<'_> {
             Row::Pg(r) => T::pg(r, i).map_err(|e| col_error(i, e)),
         }
     }
-}
 
-impl Row<'_> {
     /// Column `i` as text borrowed from the row (no copy), handed to `f`; errors as [`Row::get`].
     pub fn with_text<T>(&self, i: usize, f: impl FnOnce(&str) -> Result<T>) -> Result<T> {
         let text = match self {

@@ -89,16 +89,28 @@ fn waits_in_yield(db: &Db<'_>, rec: &SubagentRun, interrupted: bool) -> Result<b
 /// with children still pending stays, and their delivery wakes the session.
 pub async fn settle_earlier_yields(orch: &Arc<Orchestrator>, rec: &SubagentRun) {
     let (e, r) = (orch.engine().clone(), rec.clone());
+    // a read first: most children end with no yield of an earlier run, and pay no write for it
     let settled = blocking(move || {
+        let stale: Vec<String> = e.store().read(|db| {
+            let earlier = |y: &YieldRow| y.status == "waiting" && y.wait_for == "children" && !made_by(y, &r);
+            let yields: Vec<YieldRow> = db.open_yields_of(&r.child_session_key)?.into_iter().filter(earlier).collect();
+            if yields.is_empty() {
+                return Ok(Vec::new());
+            }
+            let pending = db.undelivered_children(&r.child_session_key)?;
+            Ok(yields
+                .into_iter()
+                .filter(|y| !pending.iter().any(|c| y.children.contains(&c.run_id)))
+                .map(|y| y.yield_id)
+                .collect())
+        })?;
+        if stale.is_empty() {
+            return Ok(());
+        }
+        // each moves only if it still waits (a delivery may resume it meanwhile)
         e.store().write(|db| {
-            let delivered = |y: &YieldRow| -> Result<bool> {
-                let pending = db.undelivered_children(&r.child_session_key)?;
-                Ok(!pending.iter().any(|c| y.children.contains(&c.run_id)))
-            };
-            for y in db.open_yields_of(&r.child_session_key)? {
-                if y.status == "waiting" && y.wait_for == "children" && !made_by(&y, &r) && delivered(&y)? {
-                    db.move_yield(&y.yield_id, "waiting", "resumed", None, Some(entry::now_ms()))?;
-                }
+            for id in &stale {
+                db.move_yield(id, "waiting", "resumed", None, Some(entry::now_ms()))?;
             }
             Ok(())
         })
