@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::Result;
 use crate::store::owners::OwnerRecord;
-use crate::store::Db;
+use crate::store::{Db, Store};
 
 /// The default lease length (the setting `ownership.leaseMs`).
 pub const DEFAULT_LEASE_MS: u64 = 30_000;
@@ -153,20 +153,28 @@ impl Lease {
         db.put_owner(&self.record(self.now(db)?, length_ms))
     }
 
-    /// Extends the lease to `length_ms` from now; `false` when its row was gone (the lease had
-    /// lapsed and another owner reaped it, so its work may have been taken over): the row is
-    /// written again, and the lease holds from now on. After [`Lease::release`] it does
-    /// nothing. Call inside a write.
-    pub fn renew(&self, db: &Db<'_>, length_ms: u64) -> Result<bool> {
+    /// Extends the lease to `length_ms` from now, in a transaction of its own (never inside a
+    /// write: on PostgreSQL it does not wait for the write lock, see `store::pg::lease`); `false`
+    /// when its row was gone (the lease had lapsed and another owner reaped it, so its work may
+    /// have been taken over): then [`Lease::restore`] records it again. After [`Lease::release`]
+    /// it does nothing.
+    pub fn renew(&self, store: &Store, length_ms: u64) -> Result<bool> {
         if self.released.load(Ordering::SeqCst) {
             return Ok(true);
         }
-        let now = self.now(db)?;
-        if db.renew_owner(&self.id, expiry(now, length_ms))? {
-            return Ok(true);
+        let length = i64::try_from(length_ms).unwrap_or(i64::MAX);
+        let renewed = store.renew_owner(&self.id, length, &*self.clock)?;
+        // a release that deleted the row meanwhile is no lapse
+        Ok(renewed || self.released.load(Ordering::SeqCst))
+    }
+
+    /// Records the lease again after a renewal found its row gone: it holds from now on. After
+    /// [`Lease::release`] it does nothing. Call inside a write.
+    pub fn restore(&self, db: &Db<'_>, length_ms: u64) -> Result<()> {
+        if self.released.load(Ordering::SeqCst) {
+            return Ok(());
         }
-        db.put_owner(&self.record(now, length_ms))?;
-        Ok(false)
+        self.acquire(db, length_ms)
     }
 
     /// Ends the lease at once, for good: this owner's work is free for others. Call inside a
@@ -182,8 +190,8 @@ impl Lease {
     pub fn reap(&self, db: &Db<'_>, now: i64) -> Result<Vec<String>> {
         let mut gone = Vec::new();
         for owner in db.owners()? {
-            if owner.owner_id != self.id && !self.holds(&owner, now) {
-                db.delete_owner(&owner.owner_id)?;
+            // a renewal that moved its expiry since it was read keeps it (see `store::pg::lease`)
+            if owner.owner_id != self.id && !self.holds(&owner, now) && db.reap_owner(&owner)? {
                 gone.push(owner.owner_id);
             }
         }

@@ -99,7 +99,7 @@ fn a_renewed_lease_keeps_its_work_past_its_first_expiry() {
     let s = with_work_of(&a, 0);
     for at in [900, 1_800, 2_700] {
         t.store(at, Ordering::SeqCst);
-        assert!(s.write(|db| a.renew(db, LEN)).unwrap(), "renewed while on record");
+        assert!(a.renew(&s, LEN).unwrap(), "renewed while on record");
         t.store(at + 500, Ordering::SeqCst);
         assert_eq!(take(&s, &b), (vec![], vec![], 0), "at {}", at + 500);
     }
@@ -117,7 +117,7 @@ fn a_clean_release_frees_the_work_at_once_and_a_late_renewal_does_not_take_it_ba
         let b = Lease::new(here("host-b", 2), clock);
         let s = with_work_in(s, &a, 0, LONG);
         s.write(|db| a.release(db)).unwrap();
-        assert!(s.write(|db| a.renew(db, LONG)).unwrap());
+        assert!(a.renew(&s, LONG).unwrap());
         assert!(s.read(|db| db.owners()).unwrap().is_empty(), "{on:?}: a released lease is never written again");
         // well before any expiry
         assert_eq!(take(&s, &b), (vec![], vec!["r".to_owned()], 1), "{on:?}");
@@ -160,7 +160,8 @@ fn a_lapsed_lease_learns_it_on_renewal_and_holds_again_from_then_on() {
     let s = with_work_of(&a, 0);
     t.store(5_000, Ordering::SeqCst);
     assert_eq!(take(&s, &b).0, [a.id()]);
-    assert!(!s.write(|db| a.renew(db, LEN)).unwrap(), "the renewal reports the lapse");
+    assert!(!a.renew(&s, LEN).unwrap(), "the renewal reports the lapse");
+    s.write(|db| a.restore(db, LEN)).unwrap();
     s.write(|db| db.insert_run(&run("r2"), a.id())).unwrap();
     assert_eq!(take(&s, &b), (vec![], vec![], 0), "its new work is held");
     // a taken-over run's late end does not overwrite the takeover's

@@ -1,7 +1,8 @@
 //! An open store's lease at work (API.md §1.7): taken on open, renewed by a heartbeat every
 //! third of the setting `ownership.leaseMs`, released by a clean close, and the *takeover pass* that
-//! each open and each heartbeat makes: in one write, renew this lease, reap the owners that
-//! [`Lease::holds`] says are gone, and end their runs as interrupted; then let the sub-agent
+//! each open and each heartbeat makes: renew this lease (a transaction of its own, which on
+//! PostgreSQL never waits for the write lock), then in one write reap the owners that
+//! [`Lease::holds`] says are gone and end their runs as interrupted; then let the sub-agent
 //! registry announce what they left, resume the yields whose resume they cut short, and wake
 //! the outbox worker for their pending announces.
 //!
@@ -82,17 +83,18 @@ impl Orchestrator {
         let (e, lease) = (self.engine().clone(), self.lease().clone());
         let length = crate::owner::lease_ms(&e.config());
         blocking(move || {
+            // the renewal first, on its own: it never waits behind other writes on PostgreSQL
+            let renewed = if first { None } else { Some(lease.renew(e.store(), length)?) };
             e.store().write(|db| {
-                let renewed = if first {
-                    lease.acquire(db, length)?;
-                    true
-                } else {
-                    lease.renew(db, length)?
-                };
+                match renewed {
+                    None => lease.acquire(db, length)?,
+                    Some(false) => lease.restore(db, length)?,
+                    Some(true) => {}
+                }
                 let now = lease.now(db)?;
                 let reaped = lease.reap(db, now)?;
                 let ended = db.end_unheld_runs(now, RunStatus::Error.as_str(), INTERRUPTED)?;
-                Ok(Takeover { renewed, reaped, ended })
+                Ok(Takeover { renewed: renewed.unwrap_or(true), reaped, ended })
             })
         })
         .await

@@ -9,7 +9,7 @@
 //! rule (expiry, or a dead process on this host) is `crate::owner`'s, which tells this module
 //! which rows to delete.
 
-use super::Db;
+use super::{Db, Store};
 use crate::args;
 use crate::error::Result;
 
@@ -59,6 +59,14 @@ impl Db<'_> {
         Ok(self.exec("UPDATE owners SET expires_at = ?2 WHERE owner_id = ?1", args![owner_id, expires_at])? > 0)
     }
 
+    /// Removes the row of an owner found gone, only while it still has the expiry it was judged
+    /// by (`o.expires_at`): a renewal that got there first keeps it (see `pg::lease` for why
+    /// this makes renewals outside the write lock safe); whether it was removed.
+    pub fn reap_owner(&self, o: &OwnerRecord) -> Result<bool> {
+        Ok(self.exec("DELETE FROM owners WHERE owner_id = ?1 AND expires_at = ?2", args![o.owner_id, o.expires_at])?
+            > 0)
+    }
+
     /// Removes an owner's row: its work is no longer held by anyone.
     pub fn delete_owner(&self, owner_id: &str) -> Result<()> {
         self.exec("DELETE FROM owners WHERE owner_id = ?1", args![owner_id])?;
@@ -77,5 +85,22 @@ impl Db<'_> {
                 expires_at: r.get(5)?,
             })
         })
+    }
+}
+
+impl Store {
+    /// Moves an owner's expiry to `length_ms` after the database's lease clock, in a transaction
+    /// of its own; `false` when it has no row. On PostgreSQL it is one statement on the owner's
+    /// row, by the server's clock, that never waits for the write lock (`pg::lease`); on a SQLite
+    /// file it is a write like any other (one writer per file), by `host_now`.
+    pub fn renew_owner(&self, owner_id: &str, length_ms: i64, host_now: &dyn Fn() -> i64) -> Result<bool> {
+        if let Some(pg) = &self.pg {
+            // a round trip: never on the JS thread
+            if super::inline_mode() {
+                return Err(super::would_block());
+            }
+            return pg.renew_owner(owner_id, length_ms);
+        }
+        self.write(|db| db.renew_owner(owner_id, host_now().saturating_add(length_ms)))
     }
 }

@@ -21,6 +21,7 @@ mod blocking;
 mod blocking_tests;
 mod copy;
 pub mod dialect;
+mod lease;
 mod listen;
 pub mod schema;
 #[cfg(test)]
@@ -73,6 +74,8 @@ pub struct PgStore {
     rt: ManuallyDrop<PgRuntime>,
     /// the connection that hears of new outbox items (started by the first [`PgStore::on_notify`])
     listener: listen::Listener,
+    /// the connection that renews leases outside the write lock (made by the first renewal)
+    lease: lease::LeaseConn,
 }
 
 impl Drop for PgStore {
@@ -111,6 +114,7 @@ impl PgStore {
         let shown = show(&config);
         let tls = tls::connector(parsed.root_cert.as_deref()).map_err(|e| open_error(&shown, e))?;
         let listener = listen::Listener::new(config.clone(), tls.clone());
+        let lease = lease::LeaseConn::new(config.clone(), tls.clone());
         let manager = Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -126,7 +130,7 @@ impl PgStore {
             .recycle_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| open_error(&shown, e))?;
-        let store = PgStore { shown, pool, rt: ManuallyDrop::new(PgRuntime(rt)), listener };
+        let store = PgStore { shown, pool, rt: ManuallyDrop::new(PgRuntime(rt)), listener, lease };
         store.migrate(parsed.schema.as_deref())?;
         Ok(store)
     }
@@ -140,7 +144,19 @@ impl PgStore {
     /// fails.
     pub fn close(&self) {
         self.listener.stop();
+        self.lease.close();
         self.pool.close();
+    }
+
+    /// Renews `owner_id`'s lease to `length_ms` from the server's now, without the write lock
+    /// and outside the pool (see `lease`); `false` when the owner has no row.
+    pub fn renew_owner(&self, owner_id: &str, length_ms: i64) -> Result<bool> {
+        if self.pool.is_closed() {
+            return Err(Error::closed());
+        }
+        self.rt
+            .block_on(self.lease.renew(owner_id, length_ms))
+            .map_err(|why| Error::store(format!("cannot renew the lease at {}: {why}", self.shown)))
     }
 
     /// Calls `waker` whenever an outbox item is recorded in this store's schema, by any process

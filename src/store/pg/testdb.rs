@@ -168,3 +168,63 @@ pub fn stores() -> [crate::store::Store; 2] {
     let pg = crate::store::Store::open(&fresh_url()).expect("open a PostgreSQL store");
     [lite, pg]
 }
+
+/// A plain session on the test server, outside any store: to hold the stores' write lock, or
+/// to see what other sessions wait for.
+pub struct Session {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Session {
+    pub fn open() -> Session {
+        let url = server_url();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let client = rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+            tokio::spawn(conn);
+            client
+        });
+        Session { rt, client }
+    }
+
+    /// Opens a transaction holding the advisory write lock every store's write transaction takes
+    /// (returns once it holds it); [`Session::end`] lets it go.
+    pub fn hold_write_lock(&self) {
+        let sql = format!("BEGIN; SELECT pg_advisory_xact_lock({})", super::WRITE_LOCK);
+        self.rt.block_on(self.client.batch_execute(&sql)).expect("take the write lock");
+    }
+
+    /// Whether this session holds the write lock now.
+    pub fn holds_write_lock(&self) -> bool {
+        let sql = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid() \
+                   AND ((classid::bigint << 32) | objid::bigint) = $1";
+        self.count(sql, &[&super::WRITE_LOCK]) == 1
+    }
+
+    /// Ends this session's transaction (letting its locks go).
+    pub fn end(&self) {
+        self.rt.block_on(self.client.batch_execute("ROLLBACK")).expect("roll back");
+    }
+
+    /// The count a `SELECT count(*) …` answers.
+    pub fn count(&self, sql: &str, args: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> i64 {
+        self.rt.block_on(self.client.query_one(sql, args)).expect("count").get(0)
+    }
+
+    /// Waits (polling; up to 60 s, then fails) until a session named `application_name` waits
+    /// for a lock.
+    pub fn until_waiting_on_a_lock(&self, application_name: &str) {
+        let sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'";
+        for _ in 0..6_000 {
+            if self.count(sql, &[&application_name]) > 0 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("no session named {application_name} waited for a lock");
+    }
+}
+
+/// The `application_name` of a store's lease-renewing connection.
+pub const LEASE_CONNECTION: &str = super::lease::APPLICATION_NAME;
