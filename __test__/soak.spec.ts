@@ -21,6 +21,8 @@ describe('reliability under kills and contention (fast part of npm run soak)', (
   it('given 4 processes with 2 stores each writing one file for 2 s then nothing is lost and no caller sees an error', async () => {
     const r = await contention({ db: path.join(tmpDir(), 'contention.db'), procs: 4, seconds: 2 })
     expect(r.violations).toEqual([])
-    expect(r.writes).toBeGreaterThan(100)
+    // every process had its writes acknowledged (how many fit in 2 s is the machine's speed)
+    expect(r.perProcess).toHaveLength(4)
+    for (const n of r.perProcess) expect(n).toBeGreaterThan(0)
   }, 60_000)
 })

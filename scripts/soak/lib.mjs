@@ -270,13 +270,15 @@ export async function contention({ db, procs, seconds }) {
   )
   const violations = []
   let writes = 0
+  const perProcess = []
   const all = []
   runs.forEach((r, p) => {
     const a = acksOf(r.lines)
     for (const e of a.errors) violations.push(`process ${p}: ${e}`)
     if (r.code !== 0) violations.push(`process ${p} exited with ${r.code ?? r.signal}`)
     for (const ns of a.msgs.values()) all.push(...ns)
-    writes += [...a.msgs.values()].reduce((n, l) => n + l.length, 0) + a.upserts.size
+    perProcess.push([...a.msgs.values()].reduce((n, l) => n + l.length, 0) + a.upserts.size)
+    writes += perProcess[p]
     const v = inspect(db, { entries: [...a.upserts.keys()] })
     for (const [key, value] of a.upserts) {
       const e = v.entries[key]
@@ -290,5 +292,5 @@ export async function contention({ db, procs, seconds }) {
   const have = new Set(texts)
   for (const t of all) if (!have.has(`c${t}`)) violations.push(`acknowledged message c${t} missing`)
   if (new Set(texts).size !== texts.length) violations.push('duplicate messages in the shared transcript')
-  return { procs, seconds, writes, violations }
+  return { procs, seconds, writes, perProcess, violations }
 }
