@@ -54,12 +54,13 @@ async fn sandbox_require_needs_a_sandboxed_child_and_a_sandboxed_caller_keeps_it
 async fn light_context_reaches_the_childs_run() {
     let host = host();
     let o = open9(json!({}), host.clone()).await;
-    spawn(&o, json!({"task": "t", "lightContext": true}), main_ctx()).await;
-    spawn(&o, json!({"task": "u"}), main_ctx()).await;
+    let light = str_of(&spawn(&o, json!({"task": "t", "lightContext": true}), main_ctx()).await, "runId");
+    let plain = str_of(&spawn(&o, json!({"task": "u"}), main_ctx()).await, "runId");
     until("two child runs", || requests_in(&host, Lane::Subagent).len() == 2).await;
-    let runs = requests_in(&host, Lane::Subagent);
-    assert_eq!(runs[0].to_json()["lightContext"], true);
-    assert!(runs[1].to_json().get("lightContext").is_none());
+    // the two runs start on their own: they may reach the host in either order
+    let run = |id: &str| requests_in(&host, Lane::Subagent).into_iter().find(|r| r.run_id == id).unwrap().to_json();
+    assert_eq!(run(&light)["lightContext"], true);
+    assert!(run(&plain).get("lightContext").is_none());
     o.close().await;
 }
 
