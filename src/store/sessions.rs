@@ -202,7 +202,6 @@ pub(super) const LIST_BY_UPDATED: &str = concat!(
 );
 pub(super) const LIST_BY_SPAWNED_BY: &str = list_sql!(sqlite, "sessions_by_spawned_by", "spawned_by = :spawned_by");
 pub(super) const LIST_BY_LABEL: &str = list_sql!(sqlite, "sessions_by_label", "label = :label");
-pub(super) const LIST_BY_AGENT: &str = list_sql!(sqlite, "sessions_by_agent", "agent_id = :agent_id");
 const PG_LIST_BY_UPDATED: &str = list_sql!(postgres, "TRUE");
 const PG_LIST_BY_SPAWNED_BY: &str = list_sql!(postgres, "spawned_by = :spawned_by");
 const PG_LIST_BY_LABEL: &str = list_sql!(postgres, "label = :label");
@@ -497,9 +496,10 @@ impl Db<'_> {
             (true, _, _, true) => PG_LIST_BY_SPAWNED_BY,
             (false, true, _, false) => LIST_BY_LABEL,
             (false, true, _, true) => PG_LIST_BY_LABEL,
-            (false, false, true, false) => LIST_BY_AGENT,
+            // SQLite: the agent's rows are picked out of `sessions_by_archived` (it holds
+            // `agent_id`: the other agents' entries are passed over without reading their rows)
+            (false, false, _, false) => LIST_BY_UPDATED,
             (false, false, true, true) => PG_LIST_BY_AGENT,
-            (false, false, false, false) => LIST_BY_UPDATED,
             (false, false, false, true) => PG_LIST_BY_UPDATED,
         };
         let kinds = f.kinds.as_ref().map(|k| joined(&k.iter().map(|k| k.as_str()).collect::<Vec<_>>()));
