@@ -179,3 +179,57 @@ fn agent_lists_walk_the_archived_index_in_order() {
         assert!(p.contains("sessions_by_archived") && !p.contains("TEMP B-TREE"), "{p}");
     }
 }
+
+#[test]
+fn a_rare_agent_is_listed_from_its_own_rows_a_common_one_from_the_newest_first_index() {
+    let s = Store::open(":memory:").unwrap();
+    let common = sessions::COMMON_AGENT_ROWS as usize;
+    s.write(|db| {
+        for j in 0..common + 5 {
+            // the rare agent's rows are the oldest: the newest-first walk would pass every other
+            let agent = if j < 5 { "ops" } else { "main" };
+            let e = json!({"sessionId": format!("s{j}"), "updatedAt": 1_000 + (j as i64) / 3});
+            db.put_session(&format!("agent:{agent}:k{j:05}"), e.as_object().unwrap())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let (rare, many) = s.read(|db| Ok((db.agent_is_common(Some("ops"))?, db.agent_is_common(Some("main"))?))).unwrap();
+    assert!(!rare && many);
+    let p = super::tests::plan(&s, &super::tests::unbound(sessions::LIST_BY_AGENT));
+    assert!(p.contains("sessions_by_agent_id (agent_id=?)"), "{p}");
+    let p = super::tests::plan(&s, &super::tests::unbound(inventory::BY_AGENT));
+    assert!(p.contains("sessions_by_agent_id (agent_id=?)"), "{p}");
+    // both ways list what the unfiltered list shows of that agent, in its order (ties by
+    // insertion, three rows a millisecond)
+    let base = ListFilter { main_key: "main".into(), default_agent: "main".into(), ..ListFilter::default() };
+    let all: Vec<String> = s.read(|db| db.list(&base)).unwrap().into_iter().map(|r| r.key).collect();
+    for agent in ["ops", "main"] {
+        let f = ListFilter { agent_id: Some(agent.into()), limit: Some(7), ..base.clone() };
+        let got: Vec<String> = s.read(|db| db.list(&f)).unwrap().into_iter().map(|r| r.key).collect();
+        let want: Vec<String> =
+            all.iter().filter(|k| k.starts_with(&format!("agent:{agent}:"))).take(7).cloned().collect();
+        assert_eq!(got, want, "{agent}");
+        let inv = InventoryFilter {
+            agent_id: Some(agent.into()),
+            main_key: "main".into(),
+            default_agent: "main".into(),
+            offset: 1,
+            limit: 3,
+            ..Default::default()
+        };
+        let page: Vec<String> = s.read(|db| db.inventory_page(&inv)).unwrap().into_iter().map(|r| r.key).collect();
+        // pages order ties by key
+        let mut by_key: Vec<(i64, String)> = all
+            .iter()
+            .filter(|k| k.starts_with(&format!("agent:{agent}:")))
+            .map(|k| {
+                let j: i64 = k.rsplit(":k").next().unwrap().parse().unwrap();
+                (-(1_000 + j / 3), k.clone())
+            })
+            .collect();
+        by_key.sort();
+        let want: Vec<String> = by_key.into_iter().skip(1).take(3).map(|(_, k)| k).collect();
+        assert_eq!(page, want, "{agent}");
+    }
+}
