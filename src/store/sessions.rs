@@ -204,9 +204,10 @@ pub(super) const LIST_BY_SPAWNED_BY: &str = list_sql!(sqlite, "sessions_by_spawn
 pub(super) const LIST_BY_LABEL: &str = list_sql!(sqlite, "sessions_by_label", "label = :label");
 /// SQLite, an agent with fewer than [`COMMON_AGENT_ROWS`] rows: its rows (through
 /// `sessions_by_agent_id`, which holds no `updated_at`, so an upsert leaves it alone), sorted.
-/// An agent with more is listed by [`LIST_BY_UPDATED`], which holds `agent_id` in its index and
-/// passes the other agents' entries over: at least one row in [`COMMON_AGENT_ROWS`] is the
-/// agent's, so the walk stays short where the sort would grow with the agent.
+/// An agent with more is listed by [`LIST_BY_UPDATED`], whose index holds `agent_id`: the other
+/// agents' entries are passed over in the index, their rows never read, where a sort would grow
+/// with the agent's rows (a rare agent's list among 50,000 rows walked the whole index: 9-13 ms
+/// against 0.24 ms sorted).
 pub(super) const LIST_BY_AGENT: &str = list_sql!(sqlite, "sessions_by_agent_id", "agent_id = :agent_id");
 /// Rows from which an agent's list walks the newest-first index instead of sorting its rows.
 pub(super) const COMMON_AGENT_ROWS: i64 = 1_000;
