@@ -16,21 +16,30 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::ptr;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, TryLockError};
 
 use napi::bindgen_prelude::*;
 use napi::{sys, Env};
 
-use super::chunked::answer_from_text;
+use super::cache::{self, Cached};
+use super::chunked::{answer_from_text, SPLIT_BYTES};
 use super::error::error_value;
 use crate::error::{Error as CoreError, Result as CoreResult};
 
 /// Most promises settled in one turn of the event loop.
 const CHUNK: usize = 64;
 
-/// A settled job: its promise (a `napi_deferred`, used only on the JS thread) and its outcome.
+/// The promise a ticket settles: one made here (a `napi_deferred`, used only on the JS thread),
+/// or one a call gathered in JS made (`gather.rs`: its segment and place in it).
+#[derive(Clone, Copy)]
+enum Target {
+    Deferred(usize),
+    Gathered(u32, u32),
+}
+
+/// A settled job: its promise and its outcome.
 struct Done {
-    deferred: usize,
+    target: Target,
     out: CoreResult<String>,
 }
 
@@ -51,13 +60,13 @@ struct Shared {
 /// Handed to a job: settles its promise once, from any thread.
 pub struct Ticket {
     shared: Arc<Shared>,
-    deferred: usize,
+    target: Target,
 }
 
 impl Ticket {
     /// Settles the promise now; on the JS thread only.
     pub fn settle_now(self, env: &Env, out: CoreResult<String>) {
-        settle(env, Done { deferred: self.deferred, out });
+        settle(env, Done { target: self.target, out });
         if let Some(local) = PORT.with(|p| p.borrow().clone()) {
             local.pending.set(local.pending.get().saturating_sub(1));
             if local.pending.get() == 0 {
@@ -71,7 +80,7 @@ impl Ticket {
     pub fn complete(self, out: CoreResult<String>) {
         let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         let Some(tsfn) = q.tsfn else { return };
-        q.done.push(Done { deferred: self.deferred, out });
+        q.done.push(Done { target: self.target, out });
         if !q.woken {
             q.woken = true;
             // SAFETY: the function is alive while `tsfn` is set (the teardown hook clears it
@@ -153,12 +162,21 @@ pub fn promise<'env>(env: &'env Env) -> napi::Result<(Ticket, PromiseRaw<'env, U
     if status != sys::Status::napi_ok {
         return Err(napi::Error::new(Status::GenericFailure, "cannot create a promise"));
     }
+    Ok((ticket(env, &local, Target::Deferred(deferred as usize)), PromiseRaw::new(env.raw(), promise)))
+}
+
+/// The ticket of the promise a gathered call made in JS: place `index` of segment `segment`.
+pub fn gathered(env: &Env, segment: u32, index: u32) -> napi::Result<Ticket> {
+    let local = port(env)?;
+    Ok(ticket(env, &local, Target::Gathered(segment, index)))
+}
+
+fn ticket(env: &Env, local: &Local, target: Target) -> Ticket {
     if local.pending.replace(local.pending.get() + 1) == 0 {
         // SAFETY: on the JS thread; keeps Node alive while a promise is pending.
         unsafe { sys::napi_ref_threadsafe_function(env.raw(), local.tsfn) };
     }
-    let ticket = Ticket { shared: local.shared.clone(), deferred: deferred as usize };
-    Ok((ticket, PromiseRaw::new(env.raw(), promise)))
+    Ticket { shared: local.shared.clone(), target }
 }
 
 unsafe extern "C" fn call_js(env: sys::napi_env, _js_cb: sys::napi_value, _context: *mut c_void, _data: *mut c_void) {
@@ -172,7 +190,19 @@ unsafe extern "C" fn call_js(env: sys::napi_env, _js_cb: sys::napi_value, _conte
 fn drain(env: &Env) {
     let Some(local) = PORT.with(|p| p.borrow().clone()) else { return };
     let (batch, more) = {
-        let mut q = local.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut q = match local.shared.queue.try_lock() {
+            Ok(q) => q,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                // a job thread is adding an outcome (it may be off the CPU): come back on the
+                // next turn rather than wait for it on the JS thread (`woken` stays set)
+                if again(env).is_ok() {
+                    return;
+                }
+                super::js::clear_pending(env);
+                local.shared.queue.lock().unwrap_or_else(|p| p.into_inner())
+            }
+        };
         let n = q.done.len().min(CHUNK);
         let batch: Vec<Done> = q.done.drain(..n).collect();
         let more = !q.done.is_empty();
@@ -180,10 +210,7 @@ fn drain(env: &Env) {
         q.woken = more;
         (batch, more)
     };
-    for d in batch {
-        settle(env, d);
-        local.pending.set(local.pending.get().saturating_sub(1));
-    }
+    settle_all(env, &local, batch);
     if more && again(env).is_err() {
         // no `setImmediate`: settle the rest now rather than never
         super::js::clear_pending(env);
@@ -193,10 +220,7 @@ fn drain(env: &Env) {
             if rest.is_empty() {
                 break;
             }
-            for d in rest {
-                settle(env, d);
-                local.pending.set(local.pending.get().saturating_sub(1));
-            }
+            settle_all(env, &local, rest);
         }
         local.shared.queue.lock().unwrap_or_else(|p| p.into_inner()).woken = false;
     }
@@ -206,20 +230,53 @@ fn drain(env: &Env) {
     }
 }
 
+/// Settles `batch` in order: the answers of gathered calls that succeeded, one run of them
+/// after another, with one `JSON.parse` per run (`gather::settle_many`), the rest one by one.
+fn settle_all(env: &Env, local: &Local, batch: Vec<Done>) {
+    let mut run: Vec<(u32, u32, String)> = Vec::new();
+    let flush_run = |run: &mut Vec<(u32, u32, String)>| {
+        if run.is_empty() || super::gather::settle_many(env, run) {
+            run.clear();
+            return;
+        }
+        super::js::clear_pending(env);
+        for (segment, index, text) in run.drain(..) {
+            settle(env, Done { target: Target::Gathered(segment, index), out: Ok(text) });
+        }
+    };
+    for d in batch {
+        match d {
+            Done { target: Target::Gathered(segment, index), out: Ok(text) } if text.len() <= SPLIT_BYTES => {
+                run.push((segment, index, text))
+            }
+            other => {
+                flush_run(&mut run);
+                settle(env, other);
+            }
+        }
+        local.pending.set(local.pending.get().saturating_sub(1));
+    }
+    flush_run(&mut run);
+}
+
 /// The rest of the queue on the next turn of the event loop.
 fn again(env: &Env) -> napi::Result<()> {
-    let f = env.create_function_from_closure::<(), (), _>("sessionToolsDrain", |ctx| {
-        drain(ctx.env);
-        Ok(())
+    let f = cache::function(env, Cached::Drain, |env| {
+        let f = env.create_function_from_closure::<(), (), _>("sessionToolsDrain", |ctx| {
+            drain(ctx.env);
+            Ok(())
+        })?;
+        Ok(f.to_unknown())
     })?;
-    let global = env.get_global()?;
-    let set_immediate: Function<Unknown, Unknown> = global.get_named_property("setImmediate")?;
-    set_immediate.call(f.to_unknown())?;
+    cache::global_function(env, Cached::SetImmediate)?.call(f)?;
     Ok(())
 }
 
 fn settle(env: &Env, d: Done) {
-    let deferred = d.deferred as sys::napi_deferred;
+    let deferred = match d.target {
+        Target::Deferred(deferred) => deferred as sys::napi_deferred,
+        Target::Gathered(segment, index) => return super::gather::settle(env, segment, index, d.out),
+    };
     let value = match d.out {
         Ok(text) => {
             answer_from_text(env, &text).map_err(|e| CoreError::store(format!("cannot read the result: {}", e.reason)))
