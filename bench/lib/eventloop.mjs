@@ -30,7 +30,7 @@ export function eventLoopRows(results) {
       measure: r.workload === 'burst1000' ? 'p99' : 'max',
       within,
       // a burst: the turn that started it (the caller's loop and the microtasks at its end)
-      ...(r.workload === 'burst1000' ? { turn: { sqlite: turnOf(r.sqlite), sessionTools: turnOf(ours) } } : {}),
+      ...(r.workload === 'burst1000' ? { turn: { sqlite: turnOf(r.sqlite), sessionTools: turnOf(r.sessionTools) } } : {}),
     }
   })
 }

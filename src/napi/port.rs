@@ -16,7 +16,9 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::ptr;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi::{sys, Env};
@@ -43,18 +45,15 @@ struct Done {
     out: CoreResult<String>,
 }
 
-#[derive(Default)]
-struct Queue {
-    done: Vec<Done>,
-    /// the loop was woken (or a `setImmediate` is queued) and has not drained yet
-    woken: bool,
-    /// `None` once the environment is being torn down
-    tsfn: Option<usize>,
-}
-
-/// The part the job threads share.
+/// The part the job threads share. Outcomes go through a channel (no lock the JS thread could
+/// wait on while a job thread holding it is off the CPU); the lock guards only the threadsafe
+/// function, taken by a job thread to wake the loop (once per drained queue) and by teardown.
 struct Shared {
-    queue: Mutex<Queue>,
+    tx: Sender<Done>,
+    /// the loop was woken (or a `setImmediate` is queued) and has not drained yet
+    woken: AtomicBool,
+    /// `None` once the environment is being torn down
+    tsfn: Mutex<Option<usize>>,
 }
 
 /// Handed to a job: settles its promise once, from any thread.
@@ -78,19 +77,21 @@ impl Ticket {
 
     /// Settles the promise from any thread, through the port.
     pub fn complete(self, out: CoreResult<String>) {
-        let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(tsfn) = q.tsfn else { return };
-        q.done.push(Done { target: self.target, out });
-        if !q.woken {
-            q.woken = true;
-            // SAFETY: the function is alive while `tsfn` is set (the teardown hook clears it
-            // under this lock before Node finalizes it).
-            unsafe {
-                sys::napi_call_threadsafe_function(
-                    tsfn as sys::napi_threadsafe_function,
-                    ptr::null_mut(),
-                    sys::ThreadsafeFunctionCallMode::nonblocking,
-                );
+        if self.shared.tx.send(Done { target: self.target, out }).is_err() {
+            return; // the environment is gone
+        }
+        if !self.shared.woken.swap(true, Ordering::SeqCst) {
+            let tsfn = self.shared.tsfn.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(tsfn) = *tsfn {
+                // SAFETY: the function is alive while `tsfn` is set (the teardown hook clears it
+                // under this lock before Node finalizes it).
+                unsafe {
+                    sys::napi_call_threadsafe_function(
+                        tsfn as sys::napi_threadsafe_function,
+                        ptr::null_mut(),
+                        sys::ThreadsafeFunctionCallMode::nonblocking,
+                    );
+                }
             }
         }
     }
@@ -99,6 +100,7 @@ impl Ticket {
 /// The port of the current JS thread's environment.
 struct Local {
     shared: Arc<Shared>,
+    rx: Receiver<Done>,
     tsfn: sys::napi_threadsafe_function,
     /// promises not settled yet
     pending: Cell<usize>,
@@ -112,7 +114,8 @@ fn port(env: &Env) -> napi::Result<Rc<Local>> {
     if let Some(p) = PORT.with(|p| p.borrow().clone()) {
         return Ok(p);
     }
-    let shared = Arc::new(Shared { queue: Mutex::new(Queue::default()) });
+    let (tx, rx) = mpsc::channel();
+    let shared = Arc::new(Shared { tx, woken: AtomicBool::new(false), tsfn: Mutex::new(None) });
     let name = env.create_string("session-tools")?;
     let mut tsfn = ptr::null_mut();
     let context = Arc::into_raw(shared.clone()) as *mut c_void;
@@ -139,8 +142,8 @@ fn port(env: &Env) -> napi::Result<Rc<Local>> {
         sys::napi_unref_threadsafe_function(env.raw(), tsfn);
         sys::napi_add_env_cleanup_hook(env.raw(), Some(teardown), context);
     }
-    shared.queue.lock().unwrap_or_else(|p| p.into_inner()).tsfn = Some(tsfn as usize);
-    let local = Rc::new(Local { shared, tsfn, pending: Cell::new(0) });
+    *shared.tsfn.lock().unwrap_or_else(|p| p.into_inner()) = Some(tsfn as usize);
+    let local = Rc::new(Local { shared, rx, tsfn, pending: Cell::new(0) });
     PORT.with(|p| *p.borrow_mut() = Some(local.clone()));
     Ok(local)
 }
@@ -148,7 +151,7 @@ fn port(env: &Env) -> napi::Result<Rc<Local>> {
 unsafe extern "C" fn teardown(arg: *mut c_void) {
     // SAFETY: `arg` is the `Arc` given at creation, reclaimed once here.
     let shared = unsafe { Arc::from_raw(arg as *const Shared) };
-    shared.queue.lock().unwrap_or_else(|p| p.into_inner()).tsfn = None;
+    *shared.tsfn.lock().unwrap_or_else(|p| p.into_inner()) = None;
     PORT.with(|p| p.borrow_mut().take());
 }
 
@@ -189,40 +192,30 @@ unsafe extern "C" fn call_js(env: sys::napi_env, _js_cb: sys::napi_value, _conte
 /// Settles up to [`CHUNK`] queued promises; asks for another turn when more are queued.
 fn drain(env: &Env) {
     let Some(local) = PORT.with(|p| p.borrow().clone()) else { return };
-    let (batch, more) = {
-        let mut q = match local.shared.queue.try_lock() {
-            Ok(q) => q,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                // a job thread is adding an outcome (it may be off the CPU): come back on the
-                // next turn rather than wait for it on the JS thread (`woken` stays set)
-                if again(env).is_ok() {
-                    return;
-                }
-                super::js::clear_pending(env);
-                local.shared.queue.lock().unwrap_or_else(|p| p.into_inner())
-            }
-        };
-        let n = q.done.len().min(CHUNK);
-        let batch: Vec<Done> = q.done.drain(..n).collect();
-        let more = !q.done.is_empty();
-        // with nothing left, the next outcome wakes the loop again
-        q.woken = more;
-        (batch, more)
-    };
+    let mut batch: Vec<Done> = local.rx.try_iter().take(CHUNK).collect();
+    let mut more = batch.len() == CHUNK;
+    if !more {
+        // nothing left: the next outcome wakes the loop again; one sent before this store saw
+        // the flag still set and did not, so look once more
+        local.shared.woken.store(false, Ordering::SeqCst);
+        if let Ok(d) = local.rx.try_recv() {
+            batch.push(d);
+            // the rest on the next turn, unless a job thread has woken the loop meanwhile
+            more = !local.shared.woken.swap(true, Ordering::SeqCst);
+        }
+    }
     settle_all(env, &local, batch);
     if more && again(env).is_err() {
         // no `setImmediate`: settle the rest now rather than never
         super::js::clear_pending(env);
         loop {
-            let rest: Vec<Done> =
-                std::mem::take(&mut local.shared.queue.lock().unwrap_or_else(|p| p.into_inner()).done);
+            let rest: Vec<Done> = local.rx.try_iter().collect();
             if rest.is_empty() {
                 break;
             }
             settle_all(env, &local, rest);
         }
-        local.shared.queue.lock().unwrap_or_else(|p| p.into_inner()).woken = false;
+        local.shared.woken.store(false, Ordering::SeqCst);
     }
     if local.pending.get() == 0 {
         // SAFETY: on the JS thread; idle, the port does not keep Node alive.
