@@ -108,6 +108,19 @@ describe('gathered writes keep every caller semantics', () => {
     await nextTurn()
   })
 
+  test('given a write issued after a burst, before the burst went to the writer, when they settle then it applied after the burst', async () => {
+    const st = await openMem()
+    const key = 'agent:main:late'
+    const burst = Array.from({ length: 100 }, (_, i) => st.upsertSession(key, { inputTokens: i }))
+    // a later turn of JS code (a microtask), before the next turn of the event loop
+    await Promise.resolve()
+    const late = st.upsertSession(key, { inputTokens: 1000 })
+    const outs = await Promise.all([...burst, late])
+    outs.slice(0, 100).forEach((e, i) => expect(e.inputTokens).toBe(i))
+    expect(outs[100].inputTokens).toBe(1000)
+    expect((await st.getSession(key))?.inputTokens).toBe(1000)
+  })
+
   test('given the method called on something that is not a store when called then it fails as the native method does', async () => {
     const st = await openMem()
     const run = (f: () => unknown) => {

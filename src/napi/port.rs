@@ -4,8 +4,8 @@
 //! napi's own futures create a threadsafe function, an environment cleanup hook and a wake-up of
 //! the event loop for every call: about 70–120 µs of the JS thread per call in a burst. Here one
 //! threadsafe function per JS environment, created once, carries every result: a job's
-//! [`Ticket`] queues its outcome (JSON text or an error), the first outcome of an empty queue
-//! wakes the loop, and the JS thread settles the queued promises, at most [`CHUNK`] per turn of
+//! [`Ticket`] sends its outcome (JSON text or an error) through a channel (the JS thread never
+//! waits on a lock a job thread holds), the first outcome of an empty queue wakes the loop, and the JS thread settles the queued promises, at most [`CHUNK`] per turn of
 //! the event loop (the rest on the next one, through `setImmediate`), so a burst of results
 //! never holds the loop for long. While promises are pending the port keeps Node alive; idle, it
 //! does not.
