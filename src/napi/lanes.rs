@@ -2,7 +2,9 @@
 //! Writes go to the store's group-commit writer (concurrent writes share one transaction);
 //! reads go to one reader thread (the store has one read connection, so more threads would only
 //! wait for it). Either way the promise is settled through the completion port, with no
-//! threadsafe function or event-loop wake-up of its own.
+//! threadsafe function or event-loop wake-up of its own. A turn's queued jobs (native calls, and
+//! segments of calls gathered in JS: `gather.rs`) are flushed at its end; a burst goes to the
+//! writer on a turn of the event loop of its own.
 //!
 //! Slow or async work (filtered lists, import, the orchestration) does not come here.
 
