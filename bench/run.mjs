@@ -106,18 +106,30 @@ function record(workload, size, { baseline, sqlite, ours }, extra = {}) {
 
 /**
  * A burst: `n` upserts started in one synchronous loop, then awaited; one op = the whole burst.
- * Reports, besides the burst's time, how long the loop that started it held the thread.
+ * Reports, besides the burst's time, how long the loop that started it held the thread
+ * (`launch*`), and how long the whole turn of the event loop that started it did (`turn*`: the
+ * loop and the microtasks that ran at its end, where the calls' work is handed on).
  */
 async function burst(n, start) {
   const launches = []
+  const turns = []
   const m = await measureWith({ ...RUN, iters: QUICK ? 5 : 15, minIters: 3 }, async (i) => {
     const s = performance.now()
     const pending = start(i)
     launches.push(performance.now() - s)
+    // queued after every microtask the calls queued: runs once they have
+    queueMicrotask(() => turns.push(performance.now() - s))
     await pending
   })
   const sorted = launches.sort((a, b) => a - b)
-  return { ...m, launchMedianMs: round(pct(sorted, 50)) }
+  const turnsSorted = turns.sort((a, b) => a - b)
+  return {
+    ...m,
+    launchMedianMs: round(pct(sorted, 50)),
+    launchMaxMs: round(sorted[sorted.length - 1]),
+    turnMedianMs: round(pct(turnsSorted, 50)),
+    turnMaxMs: round(turnsSorted[turnsSorted.length - 1]),
+  }
 }
 
 async function storeWorkloads() {

@@ -29,9 +29,13 @@ export function eventLoopRows(results) {
       // the burst's target is its p99; every other workload's, its max
       measure: r.workload === 'burst1000' ? 'p99' : 'max',
       within,
+      // a burst: the turn that started it (the caller's loop and the microtasks at its end)
+      ...(r.workload === 'burst1000' ? { turn: { sqlite: turnOf(r.sqlite), sessionTools: turnOf(r.sessionTools) } } : {}),
     }
   })
 }
+
+const turnOf = (side) => (side ? { medianMs: side.turnMedianMs ?? null, maxMs: side.turnMaxMs ?? null, launchMedianMs: side.launchMedianMs ?? null } : null)
 
 export function eventLoopTable(rows, idle) {
   const f = (x) => (x == null ? '-' : x.toFixed(2))
@@ -40,5 +44,9 @@ export function eventLoopTable(rows, idle) {
   const w = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)))
   const line = (c) => c.map((x, i) => (i < 3 ? x.padEnd(w[i]) : x.padStart(w[i]))).join('  ')
   const idleLine = `Idle loop (nothing running, ${idle.samples} samples): max ${f(idle.maxMs)} ms, p99 ${f(idle.p99Ms)} ms: a delay this large is the machine's, not a call's.`
-  return [line(head), w.map((n) => '-'.repeat(n)).join('  '), ...body.map(line), '', idleLine].join('\n')
+  const turns = rows
+    .filter((r) => r.turn)
+    .map((r) => `  ${r.size}: ours median ${f(r.turn.sessionTools?.medianMs)} ms, max ${f(r.turn.sessionTools?.maxMs)} ms (launch loop median ${f(r.turn.sessionTools?.launchMedianMs)}); sqlite median ${f(r.turn.sqlite?.medianMs)} ms, max ${f(r.turn.sqlite?.maxMs)} ms`)
+  const turnLines = turns.length ? ['', 'Burst: the turn that started 1,000 calls (the caller\'s loop and the microtasks at its end; every burst of the row, warm-up included):', ...turns] : []
+  return [line(head), w.map((n) => '-'.repeat(n)).join('  '), ...body.map(line), ...turnLines, '', idleLine].join('\n')
 }

@@ -17,12 +17,24 @@ pub enum Cached {
     JsonParse,
     JsonStringify,
     QueueMicrotask,
+    SetImmediate,
     /// `jobs.rs`: gives the inline turn back
     InlineTurn,
     /// `lanes.rs`: runs the turn's queued writes
     Flush,
+    /// `port.rs`: settles the next slice of answers
+    Drain,
+    /// `lanes.rs`: hands a burst's writes to the writer
+    Spill,
     /// `chunked.rs`: materialises a large answer over several turns
     Materialise,
+    /// `gather.rs`: the script's object, its token and the functions the skin calls
+    Gather,
+    GatherToken,
+    GatherTake,
+    GatherSeal,
+    GatherSettle,
+    GatherSettleMany,
 }
 
 /// The environment the references belong to, and the references.
@@ -78,6 +90,7 @@ pub fn global_function<'env>(
                 let json: Object = global.get_named_property("JSON")?;
                 json.get_named_property(if which == Cached::JsonParse { "parse" } else { "stringify" })
             }
+            Cached::SetImmediate => global.get_named_property("setImmediate"),
             _ => global.get_named_property("queueMicrotask"),
         }
     })?;

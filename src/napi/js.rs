@@ -122,7 +122,7 @@ fn convert(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) -> crate
     }
 }
 
-fn parse_text(text: &str, what: &str, repair: bool) -> crate::error::Result<Value> {
+pub fn parse_text(text: &str, what: &str, repair: bool) -> crate::error::Result<Value> {
     let bad = |detail: String| CoreError::invalid_request(format!("invalid {what}: {detail}"));
     let parsed = match serde_json::from_str(text) {
         Err(e) if repair && (e.to_string().contains("escape") || e.to_string().contains("surrogate")) => {

@@ -2,11 +2,13 @@
 //! Writes go to the store's group-commit writer (concurrent writes share one transaction);
 //! reads go to one reader thread (the store has one read connection, so more threads would only
 //! wait for it). Either way the promise is settled through the completion port, with no
-//! threadsafe function or event-loop wake-up of its own.
+//! threadsafe function or event-loop wake-up of its own. A turn's queued jobs (native calls, and
+//! segments of calls gathered in JS: `gather.rs`) are flushed at its end; a burst goes to the
+//! writer on a turn of the event loop of its own.
 //!
 //! Slow or async work (filtered lists, import, the orchestration) does not come here.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 
@@ -132,14 +134,100 @@ struct Queued {
     ticket: Ticket,
 }
 
+/// A place in the turn: a job, or a segment of calls gathered in JS (`gather.rs`), read when
+/// the turn is flushed.
+enum Entry {
+    Job(Queued),
+    Segment(Arc<Lanes>, u32),
+}
+
+/// A place in a flushed turn: a job, or a segment's calls read from JS.
+enum Staged {
+    Job(Queued),
+    Segment(Arc<Lanes>, u32, super::gather::Taken),
+}
+
+/// The jobs of `staged`, in order, each with its ticket.
+fn expand(env: &Env, staged: Vec<Staged>) -> Vec<Queued> {
+    let mut queued = Vec::with_capacity(staged.len());
+    for s in staged {
+        match s {
+            Staged::Job(q) => queued.push(q),
+            Staged::Segment(lanes, id, taken) => {
+                for (job, index) in taken.jobs() {
+                    match port::gathered(env, id, index) {
+                        Ok(ticket) => queued.push(Queued { lanes: lanes.clone(), lane: Lane::Write, job, ticket }),
+                        Err(_) => super::js::clear_pending(env),
+                    }
+                }
+            }
+        }
+    }
+    queued
+}
+
 thread_local! {
     /// This turn's writes (and the reads that came after them), in call order.
-    static TURN: RefCell<Vec<Queued>> = const { RefCell::new(Vec::new()) };
+    static TURN: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+    /// The turn's last entry is a gathered segment still taking calls.
+    static SEGMENT_OPEN: Cell<bool> = const { Cell::new(false) };
+    /// A burst's jobs (and those of later turns, behind them) waiting for their own turn of the
+    /// event loop to go to the writer.
+    static BURST: RefCell<Vec<Staged>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The burst on the next turn of the event loop (`setImmediate`).
+fn schedule_spill(env: &Env) -> napi::Result<()> {
+    let f = cache::function(env, Cached::Spill, |env| {
+        let f = env.create_function_from_closure::<(), (), _>("sessionToolsSpill", |ctx| {
+            spill_burst(ctx.env);
+            Ok(())
+        })?;
+        Ok(f.to_unknown())
+    })?;
+    cache::global_function(env, Cached::SetImmediate)?.call(f)?;
+    Ok(())
+}
+
+/// Every job of the waiting burst to the writer, in order.
+fn spill_burst(env: &Env) {
+    let staged = BURST.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    for q in expand(env, staged) {
+        spill(q);
+    }
 }
 
 /// Whether the current turn has writes waiting: a read then waits behind them.
 pub fn turn_has_writes() -> bool {
     TURN.with(|t| !t.borrow().is_empty())
+}
+
+/// Queues segment `id` of calls gathered in JS for `lanes`'s store: its calls run, at the end
+/// of this turn, in its place among the turn's other jobs. An error when the end of the turn
+/// cannot be reached (the calls then take the native path).
+pub fn queue_segment(env: &Env, lanes: &Arc<Lanes>, id: u32) -> napi::Result<()> {
+    let first = push(Entry::Segment(lanes.clone(), id));
+    if first {
+        if let Err(e) = schedule_flush(env) {
+            super::js::clear_pending(env);
+            TURN.with(|t| t.borrow_mut().clear());
+            return Err(e);
+        }
+    }
+    SEGMENT_OPEN.with(|s| s.set(true));
+    Ok(())
+}
+
+/// Adds an entry to this turn; whether it is the first.
+fn push(entry: Entry) -> bool {
+    TURN.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.capacity() == 0 {
+            t.reserve(64);
+        }
+        t.push(entry);
+        t.len() == 1
+    })
 }
 
 /// Queues a job for the end of this synchronous turn of JS code (a microtask): a write, or a
@@ -153,22 +241,21 @@ pub fn queue<'env>(
     job: FastTextJob,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
     let (ticket, promise) = port::promise(env)?;
-    let first = TURN.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.capacity() == 0 {
-            t.reserve(64);
-        }
-        t.push(Queued { lanes: lanes.clone(), lane, job, ticket });
-        t.len() == 1
-    });
+    if SEGMENT_OPEN.with(|s| s.replace(false)) {
+        // a gathered call after this one must not run before it
+        super::gather::seal(env);
+    }
+    let first = push(Entry::Job(Queued { lanes: lanes.clone(), lane, job, ticket }));
     if first {
         if let Err(e) = schedule_flush(env) {
             super::js::clear_pending(env);
             // without a microtask, run the turn's jobs off the thread now
             let _ = e;
             for q in TURN.with(|t| std::mem::take(&mut *t.borrow_mut())) {
-                let job = q.job.clone();
-                q.lanes.submit_ticket(q.lane, Box::new(move |e: &Engine| job(e)), q.ticket);
+                if let Entry::Job(q) = q {
+                    let job = q.job.clone();
+                    q.lanes.submit_ticket(q.lane, Box::new(move |e: &Engine| job(e)), q.ticket);
+                }
             }
         }
     }
@@ -189,16 +276,36 @@ fn schedule_flush(env: &Env) -> napi::Result<()> {
 
 /// Runs this turn's queued jobs, in call order (see [`queue`]).
 fn flush(env: &Env) {
-    let queued = TURN.with(|t| std::mem::take(&mut *t.borrow_mut()));
-    if queued.iter().filter(|q| q.lane == Lane::Write).count() > INLINE_MAX {
-        // a burst: every job to the writer, in call order, so the turn that started it is not
-        // held longer by a batch run here (perf, issue 17: the first 16 of a burst of 1,000
-        // added about 1 ms to the turn)
-        for q in queued {
-            spill(q);
+    let entries = TURN.with(|t| std::mem::take(&mut *t.borrow_mut()));
+    SEGMENT_OPEN.with(|s| s.set(false));
+    let staged: Vec<Staged> = entries
+        .into_iter()
+        .map(|entry| match entry {
+            Entry::Job(q) => Staged::Job(q),
+            Entry::Segment(lanes, id) => Staged::Segment(lanes, id, super::gather::take(env, id)),
+        })
+        .collect();
+    let writes: usize = staged
+        .iter()
+        .map(|s| match s {
+            Staged::Job(q) => usize::from(q.lane == Lane::Write),
+            Staged::Segment(_, _, taken) => taken.len(),
+        })
+        .sum();
+    let waiting = BURST.with(|b| !b.borrow().is_empty());
+    if waiting || writes > INLINE_MAX {
+        // a burst (or a turn after a burst that has not gone yet, so it stays behind it): every
+        // job to the writer, in call order, on a turn of the event loop of its own, so the turn
+        // that started it is held neither by a batch run here (perf, issue 17: the first 16 of
+        // a burst of 1,000 added about 1 ms to it) nor by handing 1,000 jobs on
+        BURST.with(|b| b.borrow_mut().extend(staged));
+        if !waiting && schedule_spill(env).is_err() {
+            super::js::clear_pending(env);
+            spill_burst(env);
         }
         return;
     }
+    let queued = expand(env, staged);
     let mut budget = INLINE_MAX;
     // once a job went to a lane, every later one follows it there, so none overtakes it
     let mut spilled = false;

@@ -1,11 +1,12 @@
 //! The napi skin: the `SessionTools` class (`session_tools`), how its calls are scheduled
 //! (`jobs`, `lanes`), how results come back to the JS thread (`port`), JSON in and out of JS
-//! (`js`; large answers over several turns: `chunked`), JS errors with a `code` (`error`) and the host callbacks (`host`). The only place
+//! (`js`; large answers over several turns: `chunked`; writes gathered in JS: `gather`), JS errors with a `code` (`error`) and the host callbacks (`host`). The only place
 //! napi types appear; it decides nothing: all logic lives below it.
 
 mod cache;
 mod chunked;
 mod error;
+mod gather;
 mod host;
 mod jobs;
 mod js;

@@ -10,12 +10,13 @@ use napi::{Env, ValueType};
 use serde_json::Value;
 
 use super::error::js_error;
+use super::gather;
 use super::host::{Callbacks, JsHost};
 use super::jobs::{
     call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, tool_promise, FastJob, FastTextJob, Job,
 };
 use super::js::{aborted_reason, clear_pending, from_json_text, to_json, to_json_exact, to_json_later};
-use super::lanes::{Lane, Lanes};
+use super::lanes::{queue_segment, Lane, Lanes};
 use crate::config::Config;
 use crate::contract::Contract;
 use crate::engine::Engine;
@@ -315,6 +316,9 @@ impl SessionTools {
         key: Option<Unknown<'env>>,
         patch: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        if key.as_ref().is_some_and(|k| gather::is_token(env, k)) {
+            return self.open_segment(env, patch);
+        }
         let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json_later(env, patch, "patch")?)));
         let job =
             args.map(|(k, p)| -> FastTextJob { Arc::new(move |e: &Engine| e.upsert_session_text(&k, &p.value()?)) });
@@ -587,6 +591,26 @@ impl SessionTools {
 }
 
 impl SessionTools {
+    /// Opens a segment of calls gathered in JS (`gather.rs`); a throw sends the call that
+    /// opens it down the native path.
+    fn open_segment<'env>(
+        &self,
+        env: &'env Env,
+        id: Option<Unknown<'env>>,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let Some(id) = gather::segment_id(id) else {
+            return Err(napi::Error::new(Status::InvalidArg, "invalid segment"));
+        };
+        if self.engine.store().is_closed() {
+            return Err(napi::Error::new(Status::GenericFailure, "closed"));
+        }
+        queue_segment(env, &self.lanes, id)?;
+        // SAFETY: `undefined` of this environment.
+        let undefined =
+            unsafe { Unknown::from_napi_value(env.raw(), <() as ToNapiValue>::to_napi_value(env.raw(), ())?)? };
+        PromiseRaw::resolve(env, undefined)
+    }
+
     /// A method of one JSON argument.
     fn run1<'env>(
         &self,

@@ -1,0 +1,154 @@
+// Writes gathered in JS (src/napi/gather.rs): `upsertSession` and `appendMessages` read their
+// arguments at call time, make their promise in JS and cross into the addon once per turn. These
+// tests hold what callers relied on before: each call's own promise, result and error, call
+// order across gathered and native calls, and arguments read when the call is made.
+import { describe, expect, test } from 'vitest'
+
+import { openFile, openMem } from './helpers.js'
+
+const nextTurn = () => new Promise((r) => setImmediate(r))
+
+describe('gathered writes keep every caller semantics', () => {
+  test('given a patch changed right after the call when it settles then what was written is the patch as it was at the call', async () => {
+    const st = await openMem()
+    const patch: any = { label: 'before', inputTokens: 1 }
+    const done = st.upsertSession('agent:main:m', patch)
+    patch.label = 'after'
+    patch.inputTokens = 2
+    const msgs: any[] = [{ role: 'user', content: 'first' }]
+    const appended = st.appendMessages('agent:main:m', msgs)
+    msgs[0].content = 'changed'
+    msgs.push({ role: 'user', content: 'extra' })
+    const out = await done
+    expect([out.label, out.inputTokens]).toEqual(['before', 1])
+    expect((await appended).appended).toBe(1)
+    expect((await st.getSession('agent:main:m'))?.label).toBe('before')
+    const h = await st.chatHistory('agent:main:m')
+    expect(h.messages.map((m: any) => m.content)).toEqual(['first'])
+  })
+
+  test('given calls the native path answers in the middle of a burst when they settle then every write applied in call order', async () => {
+    const st = await openMem()
+    const key = 'agent:main:order'
+    const ps: Promise<any>[] = []
+    for (let i = 0; i < 60; i++) {
+      // a key given as a String object takes the native path (it is read as the same key)
+      const k: any = i % 5 === 2 ? new String(key) : key
+      ps.push(st.upsertSession(k, { inputTokens: i }))
+    }
+    const outs = await Promise.all(ps)
+    outs.forEach((e, i) => expect(e.inputTokens).toBe(i))
+    expect((await st.getSession(key))?.inputTokens).toBe(59)
+  })
+
+  test('given an argument JSON cannot carry among good calls when they settle then only that call rejects, as a lone call does, and the others apply in order', async () => {
+    const st = await openMem()
+    const cyclic: any = { label: 'x' }
+    cyclic.self = cyclic
+    const alone = await st.upsertSession('agent:main:lone', cyclic).then(
+      () => null,
+      (e) => e,
+    )
+    expect(alone?.code).toBe('INVALID_REQUEST')
+    const key = 'agent:main:mixed'
+    const calls = [
+      st.upsertSession(key, { inputTokens: 1 }),
+      st.upsertSession(key, cyclic),
+      st.upsertSession(key, { inputTokens: 2 }),
+      st.appendMessages(key, [{ role: 'user', content: 10n } as any]),
+      st.upsertSession(key, { inputTokens: 3 }),
+    ]
+    const settled = await Promise.allSettled(calls)
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled'])
+    const reason = (settled[1] as PromiseRejectedResult).reason
+    expect([reason.code, reason.message]).toEqual([alone.code, alone.message])
+    expect((settled[3] as PromiseRejectedResult).reason.code).toBe('INVALID_REQUEST')
+    expect(settled.filter((s) => s.status === 'fulfilled').map((s: any) => s.value.inputTokens)).toEqual([1, 2, 3])
+    expect((await st.chatHistory(key)).messages).toHaveLength(0)
+  })
+
+  test('given writes to two stores interleaved in one turn when they settle then each write is in its own store', async () => {
+    const a = await openMem()
+    const b = await openMem()
+    const ps: Promise<any>[] = []
+    for (let i = 0; i < 40; i++) ps.push((i % 3 === 0 ? b : a).upsertSession(`agent:main:s${i}`, { inputTokens: i }))
+    const outs = await Promise.all(ps)
+    outs.forEach((e, i) => expect(e.inputTokens).toBe(i))
+    for (let i = 0; i < 40; i++) {
+      expect((await (i % 3 === 0 ? b : a).getSession(`agent:main:s${i}`))?.inputTokens).toBe(i)
+      expect(await (i % 3 === 0 ? a : b).getSession(`agent:main:s${i}`)).toBeNull()
+    }
+  })
+
+  test('given a burst of 1,000 writes when the answers come back then each reaches its own caller, in call order, over several turns of the event loop', async () => {
+    const { st } = await openFile()
+    let turn = 0
+    let ticking = true
+    const tick = () => {
+      turn++
+      if (ticking) setImmediate(tick)
+    }
+    setImmediate(tick)
+    const order: number[] = []
+    const turns: number[] = []
+    const outs = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) =>
+        st.upsertSession(`agent:main:b${i}`, { inputTokens: i }).then((e) => {
+          order.push(i)
+          turns.push(turn)
+          return e
+        }),
+      ),
+    )
+    ticking = false
+    outs.forEach((e, i) => expect(e.inputTokens).toBe(i))
+    expect(order).toEqual(Array.from({ length: 1000 }, (_, i) => i))
+    // the answers were settled a slice at a time, the loop turning between slices
+    expect(new Set(turns).size).toBeGreaterThan(1)
+    await nextTurn()
+  })
+
+  test('given a write issued after a burst, before the burst went to the writer, when they settle then it applied after the burst', async () => {
+    const st = await openMem()
+    const key = 'agent:main:late'
+    const burst = Array.from({ length: 100 }, (_, i) => st.upsertSession(key, { inputTokens: i }))
+    // a later turn of JS code (a microtask), before the next turn of the event loop
+    await Promise.resolve()
+    const late = st.upsertSession(key, { inputTokens: 1000 })
+    const outs = await Promise.all([...burst, late])
+    outs.slice(0, 100).forEach((e, i) => expect(e.inputTokens).toBe(i))
+    expect(outs[100].inputTokens).toBe(1000)
+    expect((await st.getSession(key))?.inputTokens).toBe(1000)
+  })
+
+  test('given the method called on something that is not a store when called then it fails as the native method does', async () => {
+    const st = await openMem()
+    const run = (f: () => unknown) => {
+      try {
+        const out: any = f()
+        return out && typeof out.then === 'function' ? out.then(() => 'resolved', (e: any) => `rejected ${e?.code ?? e?.message}`) : 'returned'
+      } catch (e: any) {
+        return `threw ${e?.message}`
+      }
+    }
+    const upsert = st.upsertSession
+    const append = st.appendMessages
+    const a = await run(() => upsert.call({}, 'agent:main:x', { label: 'x' }))
+    const b = await run(() => append.call({}, 'agent:main:x', [{ role: 'user', content: 'x' }]))
+    expect(a).toMatch(/^threw /)
+    expect(b).toMatch(/^threw /)
+    expect(await st.getSession('agent:main:x')).toBeNull()
+    expect(upsert.name).toBe('upsertSession')
+    expect(append.name).toBe('appendMessages')
+  })
+
+  test('given a store closed before the call when called then it rejects CLOSED', async () => {
+    const st = await openMem()
+    await st.close()
+    const errs = await Promise.all([
+      st.upsertSession('agent:main:c', { label: 'x' }).catch((e) => e),
+      st.appendMessages('agent:main:c', [{ role: 'user', content: 'x' }]).catch((e) => e),
+    ])
+    expect(errs.map((e) => e.code)).toEqual(['CLOSED', 'CLOSED'])
+  })
+})
