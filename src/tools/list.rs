@@ -8,11 +8,11 @@ use super::{read_number, read_string, read_string_list, Requester, ToolContext};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::entry;
-use crate::entry::Fields;
+use crate::entry::RowFields;
 use crate::error::{Error, Result};
 use crate::keys::SessionKind;
 use crate::policy::{a2a, sandbox};
-use crate::store::{Db, FieldSet, ListFilter, Listed, SparseEntry};
+use crate::store::{Db, FieldSet, ListFilter};
 use std::sync::Arc;
 
 /// Rows returned when the model gives no `limit`.
@@ -162,7 +162,7 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
     let out: Vec<Row<'_>> = rows
         .iter()
         .zip(&dcs)
-        .map(|((r, messages), dc)| row(engine, &cfg, r, dc, &requester, messages.as_deref()))
+        .map(|((r, messages), dc)| row(engine, &cfg, &r.key, &r.entry, dc, &requester, messages.as_deref()))
         .collect();
     render(&out)
 }
@@ -179,33 +179,45 @@ fn rows_text(
 ) -> Result<Listing> {
     let memo = engine.list_rows();
     let agent = requester.agent.as_str();
-    let mut body = String::new();
+    let mut body: Vec<u8> = Vec::new();
     let mut count = 0usize;
     db.list_texts(filter, |key, stored| {
         if count > 0 {
-            body.push(',');
+            body.push(b',');
         }
         count += 1;
         if memo.append(cfg, agent, key, stored, &mut body) {
             return Ok(());
         }
-        let entry = SparseEntry::parse(stored, &ROW_SET)
+        let entry = super::list_row::RowEntry::parse(stored)
             .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
-        let r = Listed { key: key.to_owned(), entry };
-        let dc = entry::delivery_context(&r.entry);
-        let text = serde_json::to_string(&row(engine, cfg, &r, &dc, requester, None))
-            .map_err(|e| Error::store(format!("cannot encode the listing: {e}")))?;
-        memo.put(cfg, agent, key, stored, &text);
-        body.push_str(&text);
+        let start = body.len();
+        write_row(engine, cfg, key, &entry, requester, &mut body)?;
+        memo.put(cfg, agent, key, stored, &body[start..]);
         Ok(())
     })?;
-    let mut out = String::with_capacity(body.len() + 32);
-    out.push_str("{\"count\":");
-    out.push_str(&count.to_string());
-    out.push_str(",\"sessions\":[");
-    out.push_str(&body);
-    out.push_str("]}");
-    Ok(Listing(out))
+    let mut out = Vec::with_capacity(body.len() + 32);
+    out.extend_from_slice(b"{\"count\":");
+    out.extend_from_slice(count.to_string().as_bytes());
+    out.extend_from_slice(b",\"sessions\":[");
+    out.extend_from_slice(&body);
+    out.extend_from_slice(b"]}");
+    String::from_utf8(out).map(Listing).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
+}
+
+/// Appends to `out` the row (without messages) of the session `key` with this entry, as JSON
+/// text: what [`row`] gives, serialised.
+pub(super) fn write_row<E: RowFields + ?Sized>(
+    engine: &Engine,
+    cfg: &Config,
+    key: &str,
+    entry: &E,
+    requester: &Requester,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let dc = entry::delivery_context(entry);
+    serde_json::to_writer(out, &row(engine, cfg, key, entry, &dc, requester, None))
+        .map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
 }
 
 /// The tool's answer, `{count, sessions}`, as JSON text.
@@ -250,13 +262,13 @@ struct Row<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     delivery_context: Option<RowDelivery<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    updated_at: Option<&'a Value>,
+    updated_at: Option<&'a serde_json::Number>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    context_tokens: Option<&'a Value>,
+    context_tokens: Option<&'a serde_json::Number>,
     /// the gateway row's total: the stored one, else input + output (§2.7)
     total_tokens: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -264,9 +276,9 @@ struct Row<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     verbose_level: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system_sent: Option<&'a Value>,
+    system_sent: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    aborted_last_run: Option<&'a Value>,
+    aborted_last_run: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     send_policy: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -281,42 +293,40 @@ struct Row<'a> {
     messages: Option<&'a [Value]>,
 }
 
-fn row<'a, E: Fields>(
+fn row<'a, E: RowFields + ?Sized>(
     engine: &Engine,
     cfg: &Config,
-    r: &'a Listed<E>,
+    key: &str,
+    e: &'a E,
     dc: &'a entry::DeliveryContext,
     requester: &Requester,
     messages: Option<&'a [Value]>,
 ) -> Row<'a> {
     let km = cfg.key_model();
-    let e = &r.entry;
     let group = matches!(entry::str_field(e, "chatType").map(str::trim), Some("group") | Some("channel"));
-    let kind = km.classify_kind(&r.key, group);
-    let channel = km.derive_channel(&r.key, kind, entry::str_field(e, "channel"), entry::str_field(e, "lastChannel"));
+    let kind = km.classify_kind(key, group);
+    let channel = km.derive_channel(key, kind, entry::str_field(e, "channel"), entry::str_field(e, "lastChannel"));
     let any_dc = dc.channel.is_some() || dc.to.is_some() || dc.account_id.is_some();
-    let number = |f: &str| e.field(f).filter(|v| v.is_number());
-    let boolean = |f: &str| e.field(f).filter(|v| v.is_boolean());
     Row {
-        key: km.display(&r.key, &requester.agent),
+        key: km.display(key, &requester.agent),
         kind: kind.as_str(),
         channel,
         label: entry::str_field(e, "label"),
-        display_name: entry::display_name(&r.key, e),
+        display_name: entry::display_name(key, e),
         delivery_context: any_dc.then_some(RowDelivery {
             channel: dc.channel.as_deref(),
             to: dc.to.as_deref(),
             account_id: dc.account_id.as_deref(),
         }),
-        updated_at: number("updatedAt"),
+        updated_at: e.number("updatedAt"),
         session_id: entry::str_field(e, "sessionId"),
         model: entry::str_field(e, "model"),
-        context_tokens: number("contextTokens"),
+        context_tokens: e.number("contextTokens"),
         total_tokens: entry::total_tokens(e),
         thinking_level: entry::str_field(e, "thinkingLevel"),
         verbose_level: entry::str_field(e, "verboseLevel"),
-        system_sent: boolean("systemSent"),
-        aborted_last_run: boolean("abortedLastRun"),
+        system_sent: e.flag("systemSent"),
+        aborted_last_run: e.flag("abortedLastRun"),
         send_policy: entry::str_field(e, "sendPolicy"),
         last_channel: dc.channel.as_deref().or_else(|| entry::str_field(e, "lastChannel")),
         last_to: dc.to.as_deref().or_else(|| entry::str_field(e, "lastTo")),
@@ -405,13 +415,16 @@ mod tests {
             ("agent:main:x", rich(json!({"lastChannel": 3, "model": 1, "updatedAt": "soon", "systemSent": "yes"}))),
         ];
         for (key, full) in cases {
-            let sparse = SparseEntry::parse(&serde_json::to_string(&full).expect("text"), &ROW_SET).expect("sparse");
-            let render = |entry: &dyn Fields| {
-                let r = Listed { key: key.to_owned(), entry };
-                let dc = entry::delivery_context(&r.entry);
-                serde_json::to_string(&row(&engine, &cfg, &r, &dc, &requester, None)).expect("row")
+            let text = serde_json::to_string(&full).expect("text");
+            let sparse = SparseEntry::parse(&text, &ROW_SET).expect("sparse");
+            let borrowed = super::super::list_row::RowEntry::parse(&text).expect("borrowed");
+            let render = |entry: &dyn RowFields| {
+                let mut out = Vec::new();
+                write_row(&engine, &cfg, key, entry, &requester, &mut out).expect("row");
+                String::from_utf8(out).expect("utf-8")
             };
             assert_eq!(render(&full), render(&sparse), "{key}");
+            assert_eq!(render(&full), render(&borrowed), "{key}");
         }
     }
 
@@ -498,24 +511,24 @@ mod tests {
         let engine = Engine::new(Store::open(":memory:").expect("store"), Config::default(), None);
         let memo = engine.list_rows();
         let cfg = engine.config();
-        memo.put(&cfg, "main", "agent:main:a", "{}", r#"{"key":"a"}"#);
-        let mut out = String::new();
+        memo.put(&cfg, "main", "agent:main:a", "{}", br#"{"key":"a"}"#);
+        let mut out = Vec::new();
         assert!(memo.append(&cfg, "main", "agent:main:a", "{}", &mut out));
-        assert_eq!(out, r#"{"key":"a"}"#);
+        assert_eq!(out, br#"{"key":"a"}"#);
         // another stored text, another agent or another config: not remembered
         assert!(!memo.append(&cfg, "main", "agent:main:a", "{} ", &mut out));
         assert!(!memo.append(&cfg, "ops", "agent:main:a", "{}", &mut out));
         // each agent's rows are kept beside the others' (agents listing in turn)
-        memo.put(&cfg, "ops", "agent:main:a", "{}", r#"{"key":"agent:main:a"}"#);
-        let mut theirs = String::new();
+        memo.put(&cfg, "ops", "agent:main:a", "{}", br#"{"key":"agent:main:a"}"#);
+        let mut theirs = Vec::new();
         assert!(memo.append(&cfg, "ops", "agent:main:a", "{}", &mut theirs));
-        assert_eq!(theirs, r#"{"key":"agent:main:a"}"#);
+        assert_eq!(theirs, br#"{"key":"agent:main:a"}"#);
         assert_eq!(memo.len(), 2);
         assert!(!memo.append(&Arc::new(Config::default()), "main", "agent:main:a", "{}", &mut out));
-        assert_eq!(out, r#"{"key":"a"}"#);
+        assert_eq!(out, br#"{"key":"a"}"#);
         // the bound: past it the memo starts over
         for i in 0..5000 {
-            memo.put(&cfg, "main", &format!("k{i}"), "{}", "{}");
+            memo.put(&cfg, "main", &format!("k{i}"), "{}", b"{}");
         }
         assert!(memo.len() <= 2048, "{}", memo.len());
     }
