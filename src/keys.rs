@@ -472,11 +472,17 @@ impl KeyModel {
     /// the literal alias and main key (§1.4 display, K2/K3); everything else unchanged. Whatever
     /// shows as `main` resolves back to the same session through [`KeyModel::resolve_for`].
     pub fn display(&self, key: &str, requester_agent: &str) -> String {
+        self.display_beside(key, &self.main_session_key_of(requester_agent)).to_string()
+    }
+
+    /// As [`KeyModel::display`], given the requester agent's main session key (worked out once
+    /// for the many keys of a listing).
+    pub fn display_beside<'k>(&self, key: &'k str, requester_main: &str) -> &'k str {
         let trimmed = js_trim(key);
-        if trimmed == self.alias() || trimmed == self.main_key || trimmed == self.main_session_key_of(requester_agent) {
-            DEFAULT_MAIN_KEY.to_string()
+        if trimmed == self.alias() || trimmed == self.main_key || trimmed == requester_main {
+            DEFAULT_MAIN_KEY
         } else {
-            key.to_string()
+            key
         }
     }
 

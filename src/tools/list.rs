@@ -158,11 +158,12 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
         Ok(rows) => rows,
         Err(text) => return Ok(text),
     };
+    let shared = RowShared::new(engine, &cfg, &requester);
     let dcs: Vec<entry::DeliveryContext> = rows.iter().map(|(r, _)| entry::delivery_context(&r.entry)).collect();
     let out: Vec<Row<'_>> = rows
         .iter()
         .zip(&dcs)
-        .map(|((r, messages), dc)| row(engine, &cfg, &r.key, &r.entry, dc, &requester, messages.as_deref()))
+        .map(|((r, messages), dc)| row(&shared, &r.key, &r.entry, dc, messages.as_deref()))
         .collect();
     render(&out)
 }
@@ -179,6 +180,7 @@ fn rows_text(
 ) -> Result<Listing> {
     let memo = engine.list_rows();
     let agent = requester.agent.as_str();
+    let shared = RowShared::new(engine, cfg, requester);
     let mut body: Vec<u8> = Vec::new();
     let mut count = 0usize;
     db.list_texts(filter, |key, stored| {
@@ -192,123 +194,220 @@ fn rows_text(
         let entry = super::list_row::RowEntry::parse(stored)
             .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
         let start = body.len();
-        write_row(engine, cfg, key, &entry, requester, &mut body)?;
+        write_row(&shared, key, &entry, &mut body)?;
         memo.put(cfg, agent, key, stored, &body[start..]);
         Ok(())
     })?;
-    let mut out = Vec::with_capacity(body.len() + 32);
-    out.extend_from_slice(b"{\"count\":");
-    out.extend_from_slice(count.to_string().as_bytes());
-    out.extend_from_slice(b",\"sessions\":[");
-    out.extend_from_slice(&body);
-    out.extend_from_slice(b"]}");
-    String::from_utf8(out).map(Listing).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
+    answer(count, &body)
 }
 
 /// Appends to `out` the row (without messages) of the session `key` with this entry, as JSON
 /// text: what [`row`] gives, serialised.
 pub(super) fn write_row<E: RowFields + ?Sized>(
-    engine: &Engine,
-    cfg: &Config,
+    shared: &RowShared<'_>,
     key: &str,
     entry: &E,
-    requester: &Requester,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let dc = entry::delivery_context(entry);
-    serde_json::to_writer(out, &row(engine, cfg, key, entry, &dc, requester, None))
-        .map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
+    row(shared, key, entry, &dc, None).write(out).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
 }
 
 /// The tool's answer, `{count, sessions}`, as JSON text.
 fn render(rows: &[Row<'_>]) -> Result<Listing> {
-    #[derive(serde::Serialize)]
-    struct Answer<'r, 'a> {
-        count: usize,
-        sessions: &'r [Row<'a>],
+    let mut body = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        r.write(&mut body).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))?;
     }
-    serde_json::to_string(&Answer { count: rows.len(), sessions: rows })
-        .map(Listing)
-        .map_err(|e| crate::error::Error::store(format!("cannot encode the listing: {e}")))
+    answer(rows.len(), &body)
+}
+
+/// `{"count":N,"sessions":[<body>]}`.
+fn answer(count: usize, body: &[u8]) -> Result<Listing> {
+    let mut out = Vec::with_capacity(body.len() + 32);
+    out.extend_from_slice(b"{\"count\":");
+    out.extend_from_slice(count.to_string().as_bytes());
+    out.extend_from_slice(b",\"sessions\":[");
+    out.extend_from_slice(body);
+    out.extend_from_slice(b"]}");
+    String::from_utf8(out).map(Listing).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
 }
 
 /// `sessions_list`'s answer as JSON text; [`run`] parses it back for callers that need a value.
 pub struct Listing(pub String);
 
 /// `deliveryContext` of a row: only the parts that are set.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
 struct RowDelivery<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
     channel: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     to: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     account_id: Option<&'a str>,
 }
 
 /// One output row (§3.1): the fields in the reference's order, absent ones left out, only values
-/// of the expected JSON type. Serialized straight to JSON text for the caller (no map is built).
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+/// of the expected JSON type. Written straight to JSON text for the caller ([`Row::write`]: no
+/// map is built).
 struct Row<'a> {
     key: String,
     kind: &'static str,
     channel: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     label: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     display_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     delivery_context: Option<RowDelivery<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     updated_at: Option<&'a serde_json::Number>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     session_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     context_tokens: Option<&'a serde_json::Number>,
     /// the gateway row's total: the stored one, else input + output (§2.7)
     total_tokens: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
     thinking_level: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     verbose_level: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system_sent: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     aborted_last_run: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     send_policy: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     last_channel: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     last_to: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     last_account_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     transcript_path: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     messages: Option<&'a [Value]>,
 }
 
+impl Row<'_> {
+    /// Appends the row as JSON: `{"key":…}`, the fields in order, absent ones left out; the
+    /// bytes `serde_json` gives for the same fields (strings escaped as it escapes them).
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let mut w = JsonObject::open(out);
+        w.str("key", &self.key)?;
+        w.str("kind", self.kind)?;
+        w.str("channel", &self.channel)?;
+        w.opt_str("label", self.label)?;
+        w.opt_str("displayName", self.display_name.as_deref())?;
+        if let Some(dc) = &self.delivery_context {
+            w.key("deliveryContext");
+            let mut d = JsonObject::open(w.out);
+            d.opt_str("channel", dc.channel)?;
+            d.opt_str("to", dc.to)?;
+            d.opt_str("accountId", dc.account_id)?;
+            d.close();
+        }
+        w.opt_value("updatedAt", self.updated_at)?;
+        w.opt_str("sessionId", self.session_id)?;
+        w.opt_str("model", self.model)?;
+        w.opt_value("contextTokens", self.context_tokens)?;
+        w.opt_value("totalTokens", Some(&self.total_tokens))?;
+        w.opt_str("thinkingLevel", self.thinking_level)?;
+        w.opt_str("verboseLevel", self.verbose_level)?;
+        w.opt_value("systemSent", self.system_sent.as_ref())?;
+        w.opt_value("abortedLastRun", self.aborted_last_run.as_ref())?;
+        w.opt_str("sendPolicy", self.send_policy)?;
+        w.opt_str("lastChannel", self.last_channel)?;
+        w.opt_str("lastTo", self.last_to)?;
+        w.opt_str("lastAccountId", self.last_account_id)?;
+        w.opt_str("transcriptPath", self.transcript_path.as_deref())?;
+        w.opt_value("messages", self.messages)?;
+        w.close();
+        Ok(())
+    }
+}
+
+/// A JSON object written member by member (names are ours, plain ASCII: written as they are).
+struct JsonObject<'o> {
+    out: &'o mut Vec<u8>,
+    first: bool,
+}
+
+impl<'o> JsonObject<'o> {
+    fn open(out: &'o mut Vec<u8>) -> Self {
+        out.push(b'{');
+        JsonObject { out, first: true }
+    }
+
+    fn key(&mut self, name: &str) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    fn str(&mut self, name: &str, v: &str) -> serde_json::Result<()> {
+        self.key(name);
+        // what needs no escape is copied (serde_json escapes `"`, `\\` and controls only)
+        if v.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.out.push(b'"');
+            self.out.extend_from_slice(v.as_bytes());
+            self.out.push(b'"');
+            Ok(())
+        } else {
+            serde_json::to_writer(&mut *self.out, v)
+        }
+    }
+
+    fn opt_str(&mut self, name: &str, v: Option<&str>) -> serde_json::Result<()> {
+        v.map_or(Ok(()), |v| self.str(name, v))
+    }
+
+    fn opt_value<T: serde::Serialize + ?Sized>(&mut self, name: &str, v: Option<&T>) -> serde_json::Result<()> {
+        let Some(v) = v else { return Ok(()) };
+        self.key(name);
+        serde_json::to_writer(&mut *self.out, v)
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
+    }
+}
+
+/// What the rows of one listing share, worked out once per call (coldlist: a `format!` of the
+/// requester's main key and a path join per row were a few % of a listing built row by row).
+pub(super) struct RowShared<'c> {
+    cfg: &'c Config,
+    /// the requester agent's main session key (a row of it shows as `main`)
+    requester_main: String,
+    /// with a mirror folder: the text every mirrored transcript path starts with (`<dir>/`)
+    mirror: Option<String>,
+}
+
+impl<'c> RowShared<'c> {
+    pub(super) fn new(engine: &Engine, cfg: &'c Config, requester: &Requester) -> RowShared<'c> {
+        // the folder joined with a file name, less that name: `Path::join`'s separator rule and
+        // the lossy text of the folder, as `Engine::transcript_path` gives them
+        let mirror = engine.mirror_dir().map(|dir| {
+            let mut p = dir.join("_").to_string_lossy().into_owned();
+            p.pop();
+            p
+        });
+        RowShared { cfg, requester_main: cfg.key_model().main_session_key_of(&requester.agent), mirror }
+    }
+
+    /// [`Engine::transcript_path`] of an entry.
+    pub(super) fn transcript_path<E: RowFields + ?Sized>(&self, entry: &E) -> Option<String> {
+        let sid = entry.text("sessionId")?;
+        match &self.mirror {
+            Some(dir) => crate::mirror::is_safe_file_id(sid).then(|| format!("{dir}{sid}.jsonl")),
+            None => entry.text("sessionFile").map(str::to_owned),
+        }
+    }
+}
+
 fn row<'a, E: RowFields + ?Sized>(
-    engine: &Engine,
-    cfg: &Config,
+    shared: &RowShared<'_>,
     key: &str,
     e: &'a E,
     dc: &'a entry::DeliveryContext,
-    requester: &Requester,
     messages: Option<&'a [Value]>,
 ) -> Row<'a> {
-    let km = cfg.key_model();
+    let km = shared.cfg.key_model();
     let group = matches!(entry::str_field(e, "chatType").map(str::trim), Some("group") | Some("channel"));
     let kind = km.classify_kind(key, group);
     let channel = km.derive_channel(key, kind, entry::str_field(e, "channel"), entry::str_field(e, "lastChannel"));
     let any_dc = dc.channel.is_some() || dc.to.is_some() || dc.account_id.is_some();
     Row {
-        key: km.display(key, &requester.agent),
+        key: km.display_beside(key, &shared.requester_main).to_owned(),
         kind: kind.as_str(),
         channel,
         label: entry::str_field(e, "label"),
@@ -331,7 +430,7 @@ fn row<'a, E: RowFields + ?Sized>(
         last_channel: dc.channel.as_deref().or_else(|| entry::str_field(e, "lastChannel")),
         last_to: dc.to.as_deref().or_else(|| entry::str_field(e, "lastTo")),
         last_account_id: dc.account_id.as_deref().or_else(|| entry::str_field(e, "lastAccountId")),
-        transcript_path: engine.transcript_path(e),
+        transcript_path: shared.transcript_path(e),
         messages,
     }
 }
@@ -420,7 +519,7 @@ mod tests {
             let borrowed = super::super::list_row::RowEntry::parse(&text).expect("borrowed");
             let render = |entry: &dyn RowFields| {
                 let mut out = Vec::new();
-                write_row(&engine, &cfg, key, entry, &requester, &mut out).expect("row");
+                write_row(&RowShared::new(&engine, &cfg, &requester), key, entry, &mut out).expect("row");
                 String::from_utf8(out).expect("utf-8")
             };
             assert_eq!(render(&full), render(&sparse), "{key}");

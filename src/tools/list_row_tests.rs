@@ -9,7 +9,7 @@ use crate::contract::Contract;
 use crate::engine::Engine;
 use crate::entry::{Entry, RowFields};
 use crate::store::Store;
-use crate::tools::list::{write_row, ROW_FIELDS};
+use crate::tools::list::{write_row, RowShared, ROW_FIELDS};
 use crate::tools::{Requester, Tool, ToolContext};
 
 /// A small deterministic generator (the cases must be the same on every run and every build:
@@ -152,7 +152,7 @@ fn render(engine: &Engine, key: &str, entry: &dyn RowFields, ctx: &ToolContext) 
     let cfg = engine.config();
     let requester = Requester::of(&cfg, ctx).expect("requester");
     let mut out = Vec::new();
-    write_row(engine, &cfg, key, entry, &requester, &mut out).expect("row");
+    write_row(&RowShared::new(engine, &cfg, &requester), key, entry, &mut out).expect("row");
     String::from_utf8(out).expect("utf-8")
 }
 
@@ -284,4 +284,36 @@ fn listings_of_varied_entry_texts_are_the_answers_of_before() {
 
 fn digest(text: &str) -> Value {
     json!({"bytes": text.len(), "sha256": crate::tools::bytes9::sha256_hex(text.as_bytes())})
+}
+
+#[test]
+fn a_listing_shows_the_transcript_path_the_engine_gives() {
+    use std::os::unix::ffi::OsStringExt;
+    let dirs: Vec<Option<std::path::PathBuf>> = vec![
+        None,
+        Some("/srv/mirror".into()),
+        Some("/srv/mirror/".into()),
+        Some("rel/dir".into()),
+        Some("".into()),
+        Some("/t\u{e9}/x y".into()),
+        Some(std::ffi::OsString::from_vec(b"/tmp/\xff\xfe".to_vec()).into()),
+    ];
+    let sids =
+        ["s-1", "a/b", ".x", "", "a:b", "\u{e9}t\u{e9}", "x\u{1}", "a\\b", "0f9a1c2e-1111-4222-8333-444455556666"];
+    for dir in dirs {
+        let engine = Engine::new(Store::open(":memory:").expect("store"), Config::default(), dir.clone());
+        let cfg = engine.config();
+        let requester = Requester::of(&cfg, &ToolContext::default()).expect("requester");
+        let shared = RowShared::new(&engine, &cfg, &requester);
+        for sid in sids {
+            for file in [None, Some("/f.jsonl")] {
+                let mut e = Entry::new();
+                e.insert("sessionId".into(), json!(sid));
+                if let Some(f) = file {
+                    e.insert("sessionFile".into(), json!(f));
+                }
+                assert_eq!(shared.transcript_path(&e), engine.transcript_path(&e), "{dir:?} {sid:?} {file:?}");
+            }
+        }
+    }
 }
