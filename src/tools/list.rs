@@ -388,7 +388,13 @@ impl<'c> RowShared<'c> {
     pub(super) fn transcript_path<E: RowFields + ?Sized>(&self, entry: &E) -> Option<String> {
         let sid = entry.text("sessionId")?;
         match &self.mirror {
-            Some(dir) => crate::mirror::is_safe_file_id(sid).then(|| format!("{dir}{sid}.jsonl")),
+            Some(dir) => crate::mirror::is_safe_file_id(sid).then(|| {
+                let mut p = String::with_capacity(dir.len() + sid.len() + 6);
+                p.push_str(dir);
+                p.push_str(sid);
+                p.push_str(".jsonl");
+                p
+            }),
             None => entry.text("sessionFile").map(str::to_owned),
         }
     }
