@@ -106,8 +106,9 @@ const BY_PROJECT_ID: &str = inventory_sql!("INDEXED BY sessions_by_project_id", 
 const BY_WORKSPACE: &str = inventory_sql!("INDEXED BY sessions_by_workspace_dir", "workspace_dir = :workspace_dir");
 const BY_GROUP: &str = inventory_sql!("INDEXED BY sessions_by_grp", "grp = :grp");
 const BY_PINNED: &str = inventory_sql!("INDEXED BY sessions_by_pinned", "pinned = 1");
-const BY_AGENT: &str = inventory_sql!("INDEXED BY sessions_by_agent", "agent_id = :agent_id");
-const BY_ARCHIVED: &str = inventory_sql!("INDEXED BY sessions_by_archived", "archived = :archived");
+/// An agent with few rows: its rows, sorted (see `sessions::LIST_BY_AGENT`).
+pub(super) const BY_AGENT: &str = inventory_sql!("INDEXED BY sessions_by_agent_id", "agent_id = :agent_id");
+pub(super) const BY_ARCHIVED: &str = inventory_sql!("INDEXED BY sessions_by_archived", "archived = :archived");
 /// No filter with an index of its own: the two halves of `sessions_by_archived` (active, then
 /// archived), each already in the page's order (`updated_at` DESC, key), merged; nothing is
 /// sorted (the migration of issue 17 dropped `sessions_by_updated`).
@@ -201,7 +202,16 @@ impl Db<'_> {
         } else if f.pinned == Some(true) {
             (BY_PINNED, PG_BY_PINNED)
         } else if f.agent_id.is_some() {
-            (BY_AGENT, PG_BY_AGENT)
+            // SQLite: a common agent's rows are picked out of `sessions_by_archived`, which holds
+            // `agent_id` (see `sessions::LIST_BY_AGENT`)
+            let lite = if self.dialect() == Dialect::Postgres || !self.agent_is_common(f.agent_id.as_deref())? {
+                BY_AGENT
+            } else if f.archived.is_some() {
+                BY_ARCHIVED
+            } else {
+                BY_UPDATED
+            };
+            (lite, PG_BY_AGENT)
         } else if f.archived.is_some() {
             (BY_ARCHIVED, PG_BY_ARCHIVED)
         } else {

@@ -566,6 +566,9 @@ pub(crate) fn sql(e: rusqlite::Error) -> Error {
 }
 
 #[cfg(test)]
+mod frames_tests;
+
+#[cfg(test)]
 mod wal_tests;
 
 #[cfg(test)]

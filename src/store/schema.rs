@@ -274,6 +274,21 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX IF EXISTS sessions_by_updated;
     "#,
+    // 15 (frames, perf, issue 17): one index holding `updated_at` instead of two. An upsert
+    // rewrote its entry in `sessions_by_agent` and in `sessions_by_archived` (two log pages
+    // each); the list of an agent with many rows now walks `sessions_by_archived`, which carries
+    // `agent_id` so that the rows of other agents are passed over in the index without reading
+    // them, and `sessions_by_agent_id` (no `updated_at`: an upsert leaves it alone) serves the
+    // distinct agents and the lists of agents with few rows (sorted). `updated_at` ascends and the live rows (`archived` 0) come last, so the newest
+    // entry goes to the index's last page: SQLite rebalanced the first three leaves on almost
+    // every insert at the front of a descending index (read backwards, the order is the same).
+    // It touches only these indexes (SQLite only: PostgreSQL plans its own lists).
+    r#"
+    DROP INDEX IF EXISTS sessions_by_agent;
+    DROP INDEX IF EXISTS sessions_by_archived;
+    CREATE INDEX IF NOT EXISTS sessions_by_archived ON sessions (archived DESC, updated_at, key DESC, agent_id);
+    CREATE INDEX IF NOT EXISTS sessions_by_agent_id ON sessions (agent_id);
+    "#,
 ];
 
 /// The schema version this build writes.

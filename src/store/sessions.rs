@@ -202,7 +202,15 @@ pub(super) const LIST_BY_UPDATED: &str = concat!(
 );
 pub(super) const LIST_BY_SPAWNED_BY: &str = list_sql!(sqlite, "sessions_by_spawned_by", "spawned_by = :spawned_by");
 pub(super) const LIST_BY_LABEL: &str = list_sql!(sqlite, "sessions_by_label", "label = :label");
-pub(super) const LIST_BY_AGENT: &str = list_sql!(sqlite, "sessions_by_agent", "agent_id = :agent_id");
+/// SQLite, an agent with fewer than [`COMMON_AGENT_ROWS`] rows: its rows (through
+/// `sessions_by_agent_id`, which holds no `updated_at`, so an upsert leaves it alone), sorted.
+/// An agent with more is listed by [`LIST_BY_UPDATED`], whose index holds `agent_id`: the other
+/// agents' entries are passed over in the index, their rows never read, where a sort would grow
+/// with the agent's rows (a rare agent's list among 50,000 rows walked the whole index: 9-13 ms
+/// against 0.24 ms sorted).
+pub(super) const LIST_BY_AGENT: &str = list_sql!(sqlite, "sessions_by_agent_id", "agent_id = :agent_id");
+/// Rows from which an agent's list walks the newest-first index instead of sorting its rows.
+pub(super) const COMMON_AGENT_ROWS: i64 = 1_000;
 const PG_LIST_BY_UPDATED: &str = list_sql!(postgres, "TRUE");
 const PG_LIST_BY_SPAWNED_BY: &str = list_sql!(postgres, "spawned_by = :spawned_by");
 const PG_LIST_BY_LABEL: &str = list_sql!(postgres, "label = :label");
@@ -474,6 +482,16 @@ impl Db<'_> {
         self.rows("SELECT DISTINCT agent_id FROM sessions WHERE agent_id IS NOT NULL", args![], |r| r.get(0))
     }
 
+    /// Whether `agent` (SQLite) holds at least [`COMMON_AGENT_ROWS`] rows: counted in
+    /// `sessions_by_agent_id`, reading at most that many of its entries.
+    pub(super) fn agent_is_common(&self, agent: Option<&str>) -> Result<bool> {
+        let n = self.count(
+            "SELECT count(*) FROM (SELECT 1 FROM sessions INDEXED BY sessions_by_agent_id WHERE agent_id = ?1 LIMIT ?2)",
+            args![agent, COMMON_AGENT_ROWS],
+        )?;
+        Ok(n as i64 >= COMMON_AGENT_ROWS)
+    }
+
     /// How many sessions are stored.
     pub fn session_count(&self) -> Result<u64> {
         self.count("SELECT count(*) FROM sessions", args![])
@@ -504,9 +522,9 @@ impl Db<'_> {
             (true, _, _, true) => PG_LIST_BY_SPAWNED_BY,
             (false, true, _, false) => LIST_BY_LABEL,
             (false, true, _, true) => PG_LIST_BY_LABEL,
-            (false, false, true, false) => LIST_BY_AGENT,
+            (false, false, true, false) if !self.agent_is_common(f.agent_id.as_deref())? => LIST_BY_AGENT,
+            (false, false, _, false) => LIST_BY_UPDATED,
             (false, false, true, true) => PG_LIST_BY_AGENT,
-            (false, false, false, false) => LIST_BY_UPDATED,
             (false, false, false, true) => PG_LIST_BY_UPDATED,
         };
         let kinds = f.kinds.as_ref().map(|k| joined(&k.iter().map(|k| k.as_str()).collect::<Vec<_>>()));

@@ -240,7 +240,7 @@ fn history_pages_back_with_a_cursor() {
     }
 }
 
-fn plan(s: &Store, sql: &str) -> String {
+pub(super) fn plan(s: &Store, sql: &str) -> String {
     s.read(|db| {
         let mut st = db.conn()?.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).map_err(super::sql)?;
         let rows = st
@@ -271,7 +271,6 @@ fn every_list_variant_walks_an_index_in_order_without_sorting() {
         ("updated", sessions::LIST_BY_UPDATED),
         ("spawned", sessions::LIST_BY_SPAWNED_BY),
         ("label", sessions::LIST_BY_LABEL),
-        ("agent", sessions::LIST_BY_AGENT),
     ] {
         let q = q
             .replace(":include_global", "0")
@@ -303,7 +302,7 @@ fn every_list_variant_walks_an_index_in_order_without_sorting() {
 }
 
 /// `sql` with every named parameter replaced by NULL (`:limit` 50, `:offset` 0), for its plan.
-fn unbound(sql: &str) -> String {
+pub(super) fn unbound(sql: &str) -> String {
     let mut out = String::new();
     let mut chars = sql.chars().peekable();
     while let Some(c) = chars.next() {
