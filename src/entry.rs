@@ -46,9 +46,80 @@ impl<T: Fields + ?Sized> Fields for &T {
     }
 }
 
+/// A JSON value as a row reads it: its type and, for a scalar, the value (borrowed); objects
+/// and arrays only as such.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar<'a> {
+    Str(&'a str),
+    Num(&'a serde_json::Number),
+    Bool(bool),
+    Null,
+    /// an object or an array
+    Composite,
+}
+
+impl<'a> Scalar<'a> {
+    pub fn of(v: &'a Value) -> Scalar<'a> {
+        match v {
+            Value::String(s) => Scalar::Str(s),
+            Value::Number(n) => Scalar::Num(n),
+            Value::Bool(b) => Scalar::Bool(*b),
+            Value::Null => Scalar::Null,
+            Value::Array(_) | Value::Object(_) => Scalar::Composite,
+        }
+    }
+
+    pub fn as_str(self) -> Option<&'a str> {
+        match self {
+            Scalar::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The reads a list row makes of an entry (a whole entry, a [`Fields`] one, or a list row's
+/// entry borrowed from its stored text, `tools::list_row::RowEntry`): a field's scalar, and a
+/// scalar member of an object field.
+pub trait RowFields {
+    fn scalar(&self, name: &str) -> Option<Scalar<'_>>;
+    /// `name` of the field `object`, when that field is an object with that member.
+    fn member(&self, object: &str, name: &str) -> Option<Scalar<'_>>;
+
+    /// The field when it is a string.
+    fn text(&self, name: &str) -> Option<&str> {
+        self.scalar(name).and_then(Scalar::as_str)
+    }
+
+    /// The field when it is a number.
+    fn number(&self, name: &str) -> Option<&serde_json::Number> {
+        match self.scalar(name) {
+            Some(Scalar::Num(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The field when it is a boolean.
+    fn flag(&self, name: &str) -> Option<bool> {
+        match self.scalar(name) {
+            Some(Scalar::Bool(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl<T: Fields + ?Sized> RowFields for T {
+    fn scalar(&self, name: &str) -> Option<Scalar<'_>> {
+        self.field(name).map(Scalar::of)
+    }
+
+    fn member(&self, object: &str, name: &str) -> Option<Scalar<'_>> {
+        self.field(object).and_then(Value::as_object).and_then(|o| o.get(name)).map(Scalar::of)
+    }
+}
+
 /// A string field, when it is a string.
-pub fn str_field<'a, E: Fields + ?Sized>(entry: &'a E, name: &str) -> Option<&'a str> {
-    entry.field(name).and_then(Value::as_str)
+pub fn str_field<'a, E: RowFields + ?Sized>(entry: &'a E, name: &str) -> Option<&'a str> {
+    entry.text(name)
 }
 
 /// A string field, trimmed, when non-empty.
@@ -194,15 +265,29 @@ impl DeliveryContext {
         account: Option<&Value>,
         thread: Option<&Value>,
     ) -> Self {
-        let text =
-            |v: Option<&Value>| v.and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+        Self::from_scalars(
+            channel.and_then(Value::as_str),
+            to.and_then(Value::as_str),
+            account.and_then(Value::as_str),
+            thread.map(Scalar::of),
+        )
+    }
+
+    /// As [`from_parts`](Self::from_parts), given the string parts and the thread's scalar.
+    pub fn from_scalars(
+        channel: Option<&str>,
+        to: Option<&str>,
+        account: Option<&str>,
+        thread: Option<Scalar<'_>>,
+    ) -> Self {
+        let text = |v: Option<&str>| v.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
         let thread_id = match thread {
-            Some(Value::Number(n)) => n.as_f64().filter(|f| f.is_finite()).map(|f| Value::from(f.trunc() as i64)),
-            Some(Value::String(s)) if !s.trim().is_empty() => Some(Value::String(s.trim().to_owned())),
+            Some(Scalar::Num(n)) => n.as_f64().filter(|f| f.is_finite()).map(|f| Value::from(f.trunc() as i64)),
+            Some(Scalar::Str(s)) if !s.trim().is_empty() => Some(Value::String(s.trim().to_owned())),
             _ => None,
         };
         DeliveryContext {
-            channel: channel.and_then(Value::as_str).and_then(normalize_channel),
+            channel: channel.and_then(normalize_channel),
             to: text(to),
             account_id: text(account),
             thread_id,
@@ -246,14 +331,17 @@ impl DeliveryContext {
 
 /// The entry's merged route: `{lastChannel ?? channel, lastTo, lastAccountId, lastThreadId}`
 /// over the stored `deliveryContext` (§2.4).
-pub fn delivery_context<E: Fields + ?Sized>(entry: &E) -> DeliveryContext {
-    let primary = DeliveryContext::from_parts(
-        entry.field("lastChannel").filter(|v| v.is_string()).or_else(|| entry.field("channel")),
-        entry.field("lastTo"),
-        entry.field("lastAccountId"),
-        entry.field("lastThreadId"),
+pub fn delivery_context<E: RowFields + ?Sized>(entry: &E) -> DeliveryContext {
+    let primary = DeliveryContext::from_scalars(
+        entry.text("lastChannel").or_else(|| entry.text("channel")),
+        entry.text("lastTo"),
+        entry.text("lastAccountId"),
+        entry.scalar("lastThreadId"),
     );
-    primary.overlay(DeliveryContext::of_object(entry.field("deliveryContext")))
+    let stored = |name: &str| entry.member("deliveryContext", name);
+    let text = |name: &str| stored(name).and_then(Scalar::as_str);
+    let stored = DeliveryContext::from_scalars(text("channel"), text("to"), text("accountId"), stored("threadId"));
+    primary.overlay(stored)
 }
 
 /// §2.4: rewrites `deliveryContext` and `last*` from the merged route when they differ from it.
@@ -326,13 +414,13 @@ pub fn reset(old: Option<&Entry>, now: i64) -> Entry {
 }
 
 /// `channel` of a list row: the entry's channel, else the channel of a group key.
-pub fn row_channel<E: Fields + ?Sized>(key: &str, entry: &E) -> Option<String> {
+pub fn row_channel<E: RowFields + ?Sized>(key: &str, entry: &E) -> Option<String> {
     str_field(entry, "channel").map(str::to_owned).or_else(|| parse_group_key(key).map(|g| g.channel))
 }
 
 /// The `displayName` of a list row (§2.7): entry displayName → group display name (when the
 /// row has a channel) → label → origin.label.
-pub fn display_name<E: Fields + ?Sized>(key: &str, entry: &E) -> Option<String> {
+pub fn display_name<E: RowFields + ?Sized>(key: &str, entry: &E) -> Option<String> {
     if let Some(d) = str_field(entry, "displayName") {
         return Some(d.to_owned());
     }
@@ -350,7 +438,7 @@ pub fn display_name<E: Fields + ?Sized>(key: &str, entry: &E) -> Option<String> 
     if let Some(l) = str_field(entry, "label") {
         return Some(l.to_owned());
     }
-    entry.field("origin").and_then(|o| o.get("label")).and_then(Value::as_str).map(str::to_owned)
+    entry.member("origin", "label").and_then(Scalar::as_str).map(str::to_owned)
 }
 
 fn slug(raw: &str) -> String {
@@ -422,11 +510,11 @@ pub fn group_display_name(
 }
 
 /// `totalTokens` of a row: the entry's, else input + output (always a number).
-pub fn total_tokens<E: Fields + ?Sized>(entry: &E) -> Value {
-    if let Some(t) = entry.field("totalTokens").filter(|v| v.is_number()) {
-        return t.clone();
+pub fn total_tokens<E: RowFields + ?Sized>(entry: &E) -> Value {
+    if let Some(t) = entry.number("totalTokens") {
+        return Value::Number(t.clone());
     }
-    let n = |name: &str| entry.field(name).and_then(Value::as_f64).unwrap_or(0.0);
+    let n = |name: &str| entry.number(name).and_then(serde_json::Number::as_f64).unwrap_or(0.0);
     let sum = n("inputTokens") + n("outputTokens");
     if sum.fract() == 0.0 && sum.abs() < 9.0e15 {
         Value::from(sum as i64)

@@ -102,6 +102,7 @@ proptest! {
             prop_assert_eq!(e.code(), ErrorCode::InvalidRequest);
         }
         let _ = km.resolve_for(&raw, "main");
+        prop_assert_eq!(crate::keys::agent_key_rest(&raw).map(|r| r.into_owned()), crate::keys::parse_agent_key(&raw).map(|p| p.rest));
         let _ = crate::keys::parse_group_key(&raw);
         let _ = crate::orchestrate::announce_target::from_key(&raw);
     }

@@ -80,6 +80,21 @@ pub fn parse_agent_key(key: &str) -> Option<AgentKey> {
     Some(AgentKey { agent_id: normalize_agent_id(agent), rest })
 }
 
+/// The `rest` of [`parse_agent_key`] without the parse's copies: borrowed from the key when it
+/// has no empty segment (the usual key), else made as the parse makes it (coldlist: a listing
+/// parsed each row's key three times, two allocations each, to read only this part).
+pub fn agent_key_rest(key: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let t = js_trim(key);
+    if t.contains("::") || t.starts_with(':') || t.ends_with(':') {
+        return parse_agent_key(t).map(|k| std::borrow::Cow::Owned(k.rest));
+    }
+    let mut parts = t.splitn(3, ':');
+    if parts.next()? != "agent" || js_trim(parts.next()?).is_empty() {
+        return None;
+    }
+    parts.next().map(std::borrow::Cow::Borrowed)
+}
+
 /// Whether the trimmed key, or the rest of a canonical key, starts with `prefix` (ASCII,
 /// compared case-insensitively).
 fn has_kind_prefix(key: &str, prefix: &str) -> bool {
@@ -149,8 +164,8 @@ pub fn parse_group_key(key: &str) -> Option<GroupKey> {
     if raw.is_empty() {
         return None;
     }
-    let parsed = parse_agent_key(raw);
-    let body = parsed.as_ref().map_or(raw, |k| k.rest.as_str());
+    let rest = agent_key_rest(raw);
+    let body = rest.as_deref().unwrap_or(raw);
     let parts: Vec<&str> = body.split(':').filter(|p| !p.is_empty()).collect();
     let (channel, kind, rest) = match parts.as_slice() {
         [channel, kind, rest @ ..] if !rest.is_empty() => (*channel, *kind, rest),
@@ -257,7 +272,7 @@ pub fn key_kind(key: &str) -> SessionKind {
     if let Some(kind) = internal_kind(raw) {
         return kind;
     }
-    if let Some(kind) = parse_agent_key(raw).and_then(|k| internal_kind(&k.rest)) {
+    if let Some(kind) = agent_key_rest(raw).and_then(|rest| internal_kind(&rest)) {
         return kind;
     }
     if names_group(raw) {
@@ -461,8 +476,8 @@ impl KeyModel {
     /// canonical form is some agent's main session key.
     pub fn is_main_session(&self, key: &str) -> bool {
         let key = js_trim(key);
-        if let Some(parsed) = parse_agent_key(key) {
-            return parsed.rest == self.main_key || parsed.rest == DEFAULT_MAIN_KEY;
+        if let Some(rest) = agent_key_rest(key) {
+            return rest == self.main_key || rest == DEFAULT_MAIN_KEY;
         }
         key == self.alias() || key == self.main_key || key == DEFAULT_MAIN_KEY
     }
@@ -472,11 +487,17 @@ impl KeyModel {
     /// the literal alias and main key (§1.4 display, K2/K3); everything else unchanged. Whatever
     /// shows as `main` resolves back to the same session through [`KeyModel::resolve_for`].
     pub fn display(&self, key: &str, requester_agent: &str) -> String {
+        self.display_beside(key, &self.main_session_key_of(requester_agent)).to_string()
+    }
+
+    /// As [`KeyModel::display`], given the requester agent's main session key (worked out once
+    /// for the many keys of a listing).
+    pub fn display_beside<'k>(&self, key: &'k str, requester_main: &str) -> &'k str {
         let trimmed = js_trim(key);
-        if trimmed == self.alias() || trimmed == self.main_key || trimmed == self.main_session_key_of(requester_agent) {
-            DEFAULT_MAIN_KEY.to_string()
+        if trimmed == self.alias() || trimmed == self.main_key || trimmed == requester_main {
+            DEFAULT_MAIN_KEY
         } else {
-            key.to_string()
+            key
         }
     }
 

@@ -588,3 +588,43 @@ fn legacy_keys_are_canonicalised_on_import_by_the_runtime_case_rule() {
     assert!(km.import_canonical("a\u{0}b", "main").is_err());
     assert!(km.import_canonical(&"x".repeat(510), "main").is_err());
 }
+
+#[test]
+fn the_rest_of_an_agent_key_is_the_parse_s_rest() {
+    let mut keys: Vec<String> = [
+        "agent:main:main",
+        " agent:ops:work ",
+        "agent:main",
+        "agent::main",
+        "agent: :main",
+        "agent:\u{a0}:x",
+        "agent:main:",
+        ":agent:main:x",
+        "agent:main:x::y:",
+        "agent:main:discord:group:g1",
+        "agent:Main:cron:job",
+        "agent:main: ",
+        "AGENT:main:x",
+        "agent:main:a:b:c",
+        "agentx:main:y",
+        "discord:group:dev",
+        "global",
+        "",
+        ":",
+        "::::",
+        "agent:é:ü:ß",
+    ]
+    .iter()
+    .map(|k| k.to_string())
+    .collect();
+    // every cut of a few keys, so each position of a colon and a space is tried
+    for k in ["agent:main:x:y", " agent : ops :: w ", "agent:m:\u{2028}:z"] {
+        for (i, _) in k.char_indices() {
+            keys.push(k[..i].to_owned());
+            keys.push(k[i..].to_owned());
+        }
+    }
+    for k in keys {
+        assert_eq!(agent_key_rest(&k).map(|r| r.into_owned()), parse_agent_key(&k).map(|p| p.rest), "{k:?}");
+    }
+}

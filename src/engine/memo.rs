@@ -18,8 +18,8 @@ use crate::config::Config;
 /// 1–3 MB); past it the memo starts over.
 const MAX_ROWS: usize = 2048;
 
-/// key → (stored text, rendered text)
-type Rendered = HashMap<Box<str>, (Box<str>, Box<str>)>;
+/// key → (stored text, rendered text: JSON, so UTF-8)
+type Rendered = HashMap<Box<str>, (Box<str>, Box<[u8]>)>;
 
 #[derive(Default)]
 struct Rows {
@@ -40,14 +40,14 @@ pub struct RowMemo {
 impl RowMemo {
     /// Appends to `out` the text rendered from `stored` under `key` for this config and agent,
     /// when it is remembered; whether it was.
-    pub fn append(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, out: &mut String) -> bool {
+    pub fn append(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, out: &mut Vec<u8>) -> bool {
         let Ok(m) = self.inner.try_lock() else { return false };
         if !m.config.as_ref().is_some_and(|c| Arc::ptr_eq(c, config)) {
             return false;
         }
         match m.by_agent.get(agent).and_then(|rows| rows.get(key)) {
             Some((s, row)) if **s == *stored => {
-                out.push_str(row);
+                out.extend_from_slice(row);
                 true
             }
             _ => false,
@@ -56,7 +56,7 @@ impl RowMemo {
 
     /// Remembers `rendered` as the text of `stored` under `key` for this config and agent (rows
     /// remembered under another config are forgotten).
-    pub fn put(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, rendered: &str) {
+    pub fn put(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, rendered: &[u8]) {
         let Ok(mut m) = self.inner.try_lock() else { return };
         if !m.config.as_ref().is_some_and(|c| Arc::ptr_eq(c, config)) || m.count >= MAX_ROWS {
             *m = Rows { config: Some(config.clone()), ..Rows::default() };

@@ -116,7 +116,7 @@ impl Engine {
 
     /// Best-effort transcript path of a session (DECISIONS.md: the JSONL mirror; else the
     /// entry's own `sessionFile`).
-    pub fn transcript_path<E: entry::Fields + ?Sized>(&self, entry: &E) -> Option<String> {
+    pub fn transcript_path<E: entry::RowFields + ?Sized>(&self, entry: &E) -> Option<String> {
         let sid = entry::str_field(entry, "sessionId")?;
         match &self.mirror_dir {
             Some(dir) => crate::mirror::file_for(dir, sid).map(|p| p.to_string_lossy().into_owned()),

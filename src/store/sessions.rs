@@ -437,6 +437,13 @@ impl Db<'_> {
         Ok(json)
     }
 
+    /// Replaces the stored text of `key`'s entry as it is, columns untouched (tests: entry texts
+    /// another writer may have stored, with escapes, spacing or repeated names).
+    #[cfg(test)]
+    pub fn set_entry_text(&self, key: &str, text: &str) -> Result<usize> {
+        self.exec("UPDATE sessions SET entry = ?1 WHERE key = ?2", args![text, key])
+    }
+
     /// Removes the row of `key`; whether it existed.
     pub fn delete_session(&self, key: &str) -> Result<bool> {
         Ok(self.exec("DELETE FROM sessions WHERE key = ?1", args![key])? > 0)

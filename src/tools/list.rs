@@ -8,11 +8,11 @@ use super::{read_number, read_string, read_string_list, Requester, ToolContext};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::entry;
-use crate::entry::Fields;
+use crate::entry::RowFields;
 use crate::error::{Error, Result};
 use crate::keys::SessionKind;
 use crate::policy::{a2a, sandbox};
-use crate::store::{Db, FieldSet, ListFilter, Listed, SparseEntry};
+use crate::store::{Db, FieldSet, ListFilter};
 use std::sync::Arc;
 
 /// Rows returned when the model gives no `limit`.
@@ -158,11 +158,12 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
         Ok(rows) => rows,
         Err(text) => return Ok(text),
     };
+    let shared = RowShared::new(engine, &cfg, &requester);
     let dcs: Vec<entry::DeliveryContext> = rows.iter().map(|(r, _)| entry::delivery_context(&r.entry)).collect();
     let out: Vec<Row<'_>> = rows
         .iter()
         .zip(&dcs)
-        .map(|((r, messages), dc)| row(engine, &cfg, r, dc, &requester, messages.as_deref()))
+        .map(|((r, messages), dc)| row(&shared, &r.key, &r.entry, dc, messages.as_deref()))
         .collect();
     render(&out)
 }
@@ -179,149 +180,263 @@ fn rows_text(
 ) -> Result<Listing> {
     let memo = engine.list_rows();
     let agent = requester.agent.as_str();
-    let mut body = String::new();
+    let shared = RowShared::new(engine, cfg, requester);
+    let mut body: Vec<u8> = Vec::new();
     let mut count = 0usize;
     db.list_texts(filter, |key, stored| {
         if count > 0 {
-            body.push(',');
+            body.push(b',');
         }
         count += 1;
         if memo.append(cfg, agent, key, stored, &mut body) {
             return Ok(());
         }
-        let entry = SparseEntry::parse(stored, &ROW_SET)
+        let entry = super::list_row::RowEntry::parse(stored)
             .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
-        let r = Listed { key: key.to_owned(), entry };
-        let dc = entry::delivery_context(&r.entry);
-        let text = serde_json::to_string(&row(engine, cfg, &r, &dc, requester, None))
-            .map_err(|e| Error::store(format!("cannot encode the listing: {e}")))?;
-        memo.put(cfg, agent, key, stored, &text);
-        body.push_str(&text);
+        let start = body.len();
+        write_row(&shared, key, &entry, &mut body)?;
+        memo.put(cfg, agent, key, stored, &body[start..]);
         Ok(())
     })?;
-    let mut out = String::with_capacity(body.len() + 32);
-    out.push_str("{\"count\":");
-    out.push_str(&count.to_string());
-    out.push_str(",\"sessions\":[");
-    out.push_str(&body);
-    out.push_str("]}");
-    Ok(Listing(out))
+    answer(count, &body)
+}
+
+/// Appends to `out` the row (without messages) of the session `key` with this entry, as JSON
+/// text: what [`row`] gives, serialised.
+pub(super) fn write_row<E: RowFields + ?Sized>(
+    shared: &RowShared<'_>,
+    key: &str,
+    entry: &E,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let dc = entry::delivery_context(entry);
+    row(shared, key, entry, &dc, None).write(out).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
 }
 
 /// The tool's answer, `{count, sessions}`, as JSON text.
 fn render(rows: &[Row<'_>]) -> Result<Listing> {
-    #[derive(serde::Serialize)]
-    struct Answer<'r, 'a> {
-        count: usize,
-        sessions: &'r [Row<'a>],
+    let mut body = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        r.write(&mut body).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))?;
     }
-    serde_json::to_string(&Answer { count: rows.len(), sessions: rows })
-        .map(Listing)
-        .map_err(|e| crate::error::Error::store(format!("cannot encode the listing: {e}")))
+    answer(rows.len(), &body)
+}
+
+/// `{"count":N,"sessions":[<body>]}`.
+fn answer(count: usize, body: &[u8]) -> Result<Listing> {
+    let mut out = Vec::with_capacity(body.len() + 32);
+    out.extend_from_slice(b"{\"count\":");
+    out.extend_from_slice(count.to_string().as_bytes());
+    out.extend_from_slice(b",\"sessions\":[");
+    out.extend_from_slice(body);
+    out.extend_from_slice(b"]}");
+    String::from_utf8(out).map(Listing).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
 }
 
 /// `sessions_list`'s answer as JSON text; [`run`] parses it back for callers that need a value.
 pub struct Listing(pub String);
 
 /// `deliveryContext` of a row: only the parts that are set.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
 struct RowDelivery<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
     channel: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     to: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     account_id: Option<&'a str>,
 }
 
 /// One output row (§3.1): the fields in the reference's order, absent ones left out, only values
-/// of the expected JSON type. Serialized straight to JSON text for the caller (no map is built).
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+/// of the expected JSON type. Written straight to JSON text for the caller ([`Row::write`]: no
+/// map is built).
 struct Row<'a> {
     key: String,
     kind: &'static str,
     channel: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     label: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     display_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     delivery_context: Option<RowDelivery<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    updated_at: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_at: Option<&'a serde_json::Number>,
     session_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    context_tokens: Option<&'a Value>,
+    context_tokens: Option<&'a serde_json::Number>,
     /// the gateway row's total: the stored one, else input + output (§2.7)
     total_tokens: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
     thinking_level: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     verbose_level: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system_sent: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    aborted_last_run: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    system_sent: Option<bool>,
+    aborted_last_run: Option<bool>,
     send_policy: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     last_channel: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     last_to: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     last_account_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     transcript_path: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     messages: Option<&'a [Value]>,
 }
 
-fn row<'a, E: Fields>(
-    engine: &Engine,
-    cfg: &Config,
-    r: &'a Listed<E>,
+impl Row<'_> {
+    /// Appends the row as JSON: `{"key":…}`, the fields in order, absent ones left out; the
+    /// bytes `serde_json` gives for the same fields (strings escaped as it escapes them).
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let mut w = JsonObject::open(out);
+        w.str("key", &self.key)?;
+        w.str("kind", self.kind)?;
+        w.str("channel", &self.channel)?;
+        w.opt_str("label", self.label)?;
+        w.opt_str("displayName", self.display_name.as_deref())?;
+        if let Some(dc) = &self.delivery_context {
+            w.key("deliveryContext");
+            let mut d = JsonObject::open(w.out);
+            d.opt_str("channel", dc.channel)?;
+            d.opt_str("to", dc.to)?;
+            d.opt_str("accountId", dc.account_id)?;
+            d.close();
+        }
+        w.opt_value("updatedAt", self.updated_at)?;
+        w.opt_str("sessionId", self.session_id)?;
+        w.opt_str("model", self.model)?;
+        w.opt_value("contextTokens", self.context_tokens)?;
+        w.opt_value("totalTokens", Some(&self.total_tokens))?;
+        w.opt_str("thinkingLevel", self.thinking_level)?;
+        w.opt_str("verboseLevel", self.verbose_level)?;
+        w.opt_value("systemSent", self.system_sent.as_ref())?;
+        w.opt_value("abortedLastRun", self.aborted_last_run.as_ref())?;
+        w.opt_str("sendPolicy", self.send_policy)?;
+        w.opt_str("lastChannel", self.last_channel)?;
+        w.opt_str("lastTo", self.last_to)?;
+        w.opt_str("lastAccountId", self.last_account_id)?;
+        w.opt_str("transcriptPath", self.transcript_path.as_deref())?;
+        w.opt_value("messages", self.messages)?;
+        w.close();
+        Ok(())
+    }
+}
+
+/// A JSON object written member by member (names are ours, plain ASCII: written as they are).
+struct JsonObject<'o> {
+    out: &'o mut Vec<u8>,
+    first: bool,
+}
+
+impl<'o> JsonObject<'o> {
+    fn open(out: &'o mut Vec<u8>) -> Self {
+        out.push(b'{');
+        JsonObject { out, first: true }
+    }
+
+    fn key(&mut self, name: &str) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    fn str(&mut self, name: &str, v: &str) -> serde_json::Result<()> {
+        self.key(name);
+        // what needs no escape is copied (serde_json escapes `"`, `\\` and controls only)
+        if v.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.out.push(b'"');
+            self.out.extend_from_slice(v.as_bytes());
+            self.out.push(b'"');
+            Ok(())
+        } else {
+            serde_json::to_writer(&mut *self.out, v)
+        }
+    }
+
+    fn opt_str(&mut self, name: &str, v: Option<&str>) -> serde_json::Result<()> {
+        v.map_or(Ok(()), |v| self.str(name, v))
+    }
+
+    fn opt_value<T: serde::Serialize + ?Sized>(&mut self, name: &str, v: Option<&T>) -> serde_json::Result<()> {
+        let Some(v) = v else { return Ok(()) };
+        self.key(name);
+        serde_json::to_writer(&mut *self.out, v)
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
+    }
+}
+
+/// What the rows of one listing share, worked out once per call (coldlist: a `format!` of the
+/// requester's main key and a path join per row were a few % of a listing built row by row).
+pub(super) struct RowShared<'c> {
+    cfg: &'c Config,
+    /// the requester agent's main session key (a row of it shows as `main`)
+    requester_main: String,
+    /// with a mirror folder: the text every mirrored transcript path starts with (`<dir>/`)
+    mirror: Option<String>,
+}
+
+impl<'c> RowShared<'c> {
+    pub(super) fn new(engine: &Engine, cfg: &'c Config, requester: &Requester) -> RowShared<'c> {
+        // the folder joined with a file name, less that name: `Path::join`'s separator rule and
+        // the lossy text of the folder, as `Engine::transcript_path` gives them
+        let mirror = engine.mirror_dir().map(|dir| {
+            let mut p = dir.join("_").to_string_lossy().into_owned();
+            p.pop();
+            p
+        });
+        RowShared { cfg, requester_main: cfg.key_model().main_session_key_of(&requester.agent), mirror }
+    }
+
+    /// [`Engine::transcript_path`] of an entry.
+    pub(super) fn transcript_path<E: RowFields + ?Sized>(&self, entry: &E) -> Option<String> {
+        let sid = entry.text("sessionId")?;
+        match &self.mirror {
+            Some(dir) => crate::mirror::is_safe_file_id(sid).then(|| {
+                let mut p = String::with_capacity(dir.len() + sid.len() + 6);
+                p.push_str(dir);
+                p.push_str(sid);
+                p.push_str(".jsonl");
+                p
+            }),
+            None => entry.text("sessionFile").map(str::to_owned),
+        }
+    }
+}
+
+fn row<'a, E: RowFields + ?Sized>(
+    shared: &RowShared<'_>,
+    key: &str,
+    e: &'a E,
     dc: &'a entry::DeliveryContext,
-    requester: &Requester,
     messages: Option<&'a [Value]>,
 ) -> Row<'a> {
-    let km = cfg.key_model();
-    let e = &r.entry;
+    let km = shared.cfg.key_model();
     let group = matches!(entry::str_field(e, "chatType").map(str::trim), Some("group") | Some("channel"));
-    let kind = km.classify_kind(&r.key, group);
-    let channel = km.derive_channel(&r.key, kind, entry::str_field(e, "channel"), entry::str_field(e, "lastChannel"));
+    let kind = km.classify_kind(key, group);
+    let channel = km.derive_channel(key, kind, entry::str_field(e, "channel"), entry::str_field(e, "lastChannel"));
     let any_dc = dc.channel.is_some() || dc.to.is_some() || dc.account_id.is_some();
-    let number = |f: &str| e.field(f).filter(|v| v.is_number());
-    let boolean = |f: &str| e.field(f).filter(|v| v.is_boolean());
     Row {
-        key: km.display(&r.key, &requester.agent),
+        key: km.display_beside(key, &shared.requester_main).to_owned(),
         kind: kind.as_str(),
         channel,
         label: entry::str_field(e, "label"),
-        display_name: entry::display_name(&r.key, e),
+        display_name: entry::display_name(key, e),
         delivery_context: any_dc.then_some(RowDelivery {
             channel: dc.channel.as_deref(),
             to: dc.to.as_deref(),
             account_id: dc.account_id.as_deref(),
         }),
-        updated_at: number("updatedAt"),
+        updated_at: e.number("updatedAt"),
         session_id: entry::str_field(e, "sessionId"),
         model: entry::str_field(e, "model"),
-        context_tokens: number("contextTokens"),
+        context_tokens: e.number("contextTokens"),
         total_tokens: entry::total_tokens(e),
         thinking_level: entry::str_field(e, "thinkingLevel"),
         verbose_level: entry::str_field(e, "verboseLevel"),
-        system_sent: boolean("systemSent"),
-        aborted_last_run: boolean("abortedLastRun"),
+        system_sent: e.flag("systemSent"),
+        aborted_last_run: e.flag("abortedLastRun"),
         send_policy: entry::str_field(e, "sendPolicy"),
         last_channel: dc.channel.as_deref().or_else(|| entry::str_field(e, "lastChannel")),
         last_to: dc.to.as_deref().or_else(|| entry::str_field(e, "lastTo")),
         last_account_id: dc.account_id.as_deref().or_else(|| entry::str_field(e, "lastAccountId")),
-        transcript_path: engine.transcript_path(e),
+        transcript_path: shared.transcript_path(e),
         messages,
     }
 }
@@ -405,13 +520,16 @@ mod tests {
             ("agent:main:x", rich(json!({"lastChannel": 3, "model": 1, "updatedAt": "soon", "systemSent": "yes"}))),
         ];
         for (key, full) in cases {
-            let sparse = SparseEntry::parse(&serde_json::to_string(&full).expect("text"), &ROW_SET).expect("sparse");
-            let render = |entry: &dyn Fields| {
-                let r = Listed { key: key.to_owned(), entry };
-                let dc = entry::delivery_context(&r.entry);
-                serde_json::to_string(&row(&engine, &cfg, &r, &dc, &requester, None)).expect("row")
+            let text = serde_json::to_string(&full).expect("text");
+            let sparse = SparseEntry::parse(&text, &ROW_SET).expect("sparse");
+            let borrowed = super::super::list_row::RowEntry::parse(&text).expect("borrowed");
+            let render = |entry: &dyn RowFields| {
+                let mut out = Vec::new();
+                write_row(&RowShared::new(&engine, &cfg, &requester), key, entry, &mut out).expect("row");
+                String::from_utf8(out).expect("utf-8")
             };
             assert_eq!(render(&full), render(&sparse), "{key}");
+            assert_eq!(render(&full), render(&borrowed), "{key}");
         }
     }
 
@@ -498,24 +616,24 @@ mod tests {
         let engine = Engine::new(Store::open(":memory:").expect("store"), Config::default(), None);
         let memo = engine.list_rows();
         let cfg = engine.config();
-        memo.put(&cfg, "main", "agent:main:a", "{}", r#"{"key":"a"}"#);
-        let mut out = String::new();
+        memo.put(&cfg, "main", "agent:main:a", "{}", br#"{"key":"a"}"#);
+        let mut out = Vec::new();
         assert!(memo.append(&cfg, "main", "agent:main:a", "{}", &mut out));
-        assert_eq!(out, r#"{"key":"a"}"#);
+        assert_eq!(out, br#"{"key":"a"}"#);
         // another stored text, another agent or another config: not remembered
         assert!(!memo.append(&cfg, "main", "agent:main:a", "{} ", &mut out));
         assert!(!memo.append(&cfg, "ops", "agent:main:a", "{}", &mut out));
         // each agent's rows are kept beside the others' (agents listing in turn)
-        memo.put(&cfg, "ops", "agent:main:a", "{}", r#"{"key":"agent:main:a"}"#);
-        let mut theirs = String::new();
+        memo.put(&cfg, "ops", "agent:main:a", "{}", br#"{"key":"agent:main:a"}"#);
+        let mut theirs = Vec::new();
         assert!(memo.append(&cfg, "ops", "agent:main:a", "{}", &mut theirs));
-        assert_eq!(theirs, r#"{"key":"agent:main:a"}"#);
+        assert_eq!(theirs, br#"{"key":"agent:main:a"}"#);
         assert_eq!(memo.len(), 2);
         assert!(!memo.append(&Arc::new(Config::default()), "main", "agent:main:a", "{}", &mut out));
-        assert_eq!(out, r#"{"key":"a"}"#);
+        assert_eq!(out, br#"{"key":"a"}"#);
         // the bound: past it the memo starts over
         for i in 0..5000 {
-            memo.put(&cfg, "main", &format!("k{i}"), "{}", "{}");
+            memo.put(&cfg, "main", &format!("k{i}"), "{}", b"{}");
         }
         assert!(memo.len() <= 2048, "{}", memo.len());
     }

@@ -13,6 +13,7 @@ pub mod attach9;
 pub mod bytes9;
 pub mod history;
 pub mod list;
+mod list_row;
 pub mod send;
 pub mod send9;
 pub mod spawn;
