@@ -78,6 +78,20 @@ pub fn function<'env>(
     Ok(made)
 }
 
+/// Calls `run` later, through the global `on` (`QueueMicrotask` or `SetImmediate`): the skin's
+/// own callback `which` (named `name` in JS), made once per environment.
+pub fn schedule(env: &Env, which: Cached, name: &'static str, on: Cached, run: fn(&Env)) -> napi::Result<()> {
+    let f = function(env, which, |env| {
+        let f = env.create_function_from_closure::<(), (), _>(name, move |ctx| {
+            run(ctx.env);
+            Ok(())
+        })?;
+        Ok(f.to_unknown())
+    })?;
+    global_function(env, on)?.call(f)?;
+    Ok(())
+}
+
 /// A property of the global object (`queueMicrotask`, `setImmediate`) or of `JSON`.
 pub fn global_function<'env>(
     env: &'env Env,

@@ -138,18 +138,8 @@ pub fn take_inline_turn(env: &Env) -> bool {
     if INLINE_TURN_TAKEN.with(|t| t.replace(true)) {
         return false;
     }
-    let queued = (|| -> napi::Result<()> {
-        let reset = cache::function(env, Cached::InlineTurn, |env| {
-            let f = env.create_function_from_closure::<(), (), _>("inlineTurn", |_| {
-                INLINE_TURN_TAKEN.with(|t| t.set(false));
-                Ok(())
-            })?;
-            Ok(f.to_unknown())
-        })?;
-        cache::global_function(env, Cached::QueueMicrotask)?.call(reset)?;
-        Ok(())
-    })();
-    if queued.is_err() {
+    let give_back = |_: &Env| INLINE_TURN_TAKEN.with(|t| t.set(false));
+    if cache::schedule(env, Cached::InlineTurn, "inlineTurn", Cached::QueueMicrotask, give_back).is_err() {
         clear_pending(env);
         // without a way to give the turn back, stay on the worker path from now on
         return false;

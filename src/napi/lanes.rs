@@ -178,15 +178,7 @@ thread_local! {
 
 /// The burst on the next turn of the event loop (`setImmediate`).
 fn schedule_spill(env: &Env) -> napi::Result<()> {
-    let f = cache::function(env, Cached::Spill, |env| {
-        let f = env.create_function_from_closure::<(), (), _>("sessionToolsSpill", |ctx| {
-            spill_burst(ctx.env);
-            Ok(())
-        })?;
-        Ok(f.to_unknown())
-    })?;
-    cache::global_function(env, Cached::SetImmediate)?.call(f)?;
-    Ok(())
+    cache::schedule(env, Cached::Spill, "sessionToolsSpill", Cached::SetImmediate, spill_burst)
 }
 
 /// Every job of the waiting burst to the writer, in order.
@@ -263,15 +255,7 @@ pub fn queue<'env>(
 }
 
 fn schedule_flush(env: &Env) -> napi::Result<()> {
-    let flush = cache::function(env, Cached::Flush, |env| {
-        let f = env.create_function_from_closure::<(), (), _>("sessionToolsFlush", |ctx| {
-            flush(ctx.env);
-            Ok(())
-        })?;
-        Ok(f.to_unknown())
-    })?;
-    cache::global_function(env, Cached::QueueMicrotask)?.call(flush)?;
-    Ok(())
+    cache::schedule(env, Cached::Flush, "sessionToolsFlush", Cached::QueueMicrotask, flush)
 }
 
 /// Runs this turn's queued jobs, in call order (see [`queue`]).

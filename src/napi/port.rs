@@ -254,15 +254,7 @@ fn settle_all(env: &Env, local: &Local, batch: Vec<Done>) {
 
 /// The rest of the queue on the next turn of the event loop.
 fn again(env: &Env) -> napi::Result<()> {
-    let f = cache::function(env, Cached::Drain, |env| {
-        let f = env.create_function_from_closure::<(), (), _>("sessionToolsDrain", |ctx| {
-            drain(ctx.env);
-            Ok(())
-        })?;
-        Ok(f.to_unknown())
-    })?;
-    cache::global_function(env, Cached::SetImmediate)?.call(f)?;
-    Ok(())
+    cache::schedule(env, Cached::Drain, "sessionToolsDrain", Cached::SetImmediate, drain)
 }
 
 fn settle(env: &Env, d: Done) {
