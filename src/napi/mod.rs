@@ -1,5 +1,5 @@
 //! The napi skin: the `SessionTools` class (`session_tools`), how its calls are scheduled
-//! (`jobs`, `lanes`), how results come back to the JS thread (`port`), JSON in and out of JS
+//! (`jobs`, `lanes`), how results come back to the JS thread (`port`, woken through a libuv handle of its own: `wake`), JSON in and out of JS
 //! (`js`; large answers over several turns: `chunked`; writes gathered in JS: `gather`), JS errors with a `code` (`error`) and the host callbacks (`host`). The only place
 //! napi types appear; it decides nothing: all logic lives below it.
 
@@ -13,3 +13,4 @@ mod js;
 mod lanes;
 mod port;
 mod session_tools;
+mod wake;
