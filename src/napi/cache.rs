@@ -30,6 +30,7 @@ pub enum Cached {
     Gather,
     GatherToken,
     GatherTake,
+    GatherSize,
     GatherSeal,
     GatherSettle,
     GatherSettleMany,
