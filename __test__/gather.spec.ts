@@ -121,6 +121,57 @@ describe('gathered writes keep every caller semantics', () => {
     expect((await st.getSession(key))?.inputTokens).toBe(1000)
   })
 
+  test('given gathered patches changed right after their calls when they settle then each wrote its patch as it was at its call, flat or nested', async () => {
+    const st = await openMem()
+    const first = st.upsertSession('agent:main:g0', { label: 'native' }) // the turn's first call takes the native path
+    const flat: any = { label: 'flat-before', inputTokens: 1, spawnDepth: null, skip: undefined }
+    const nested: any = { label: 'nested-before', deliveryContext: { channel: 'telegram', to: '+1' } }
+    const proto = JSON.parse('{"__proto__": "x", "label": "proto"}')
+    const withJson = { toJSON: () => ({ label: 'from-toJSON' }) }
+    let reads = 0
+    const getter = Object.defineProperty({}, 'label', { enumerable: true, get: () => `got-${++reads}` })
+    const calls = [
+      st.upsertSession('agent:main:g1', flat),
+      st.upsertSession('agent:main:g2', nested),
+      st.upsertSession('agent:main:g3', proto),
+      st.upsertSession('agent:main:g4', withJson as any),
+      st.upsertSession('agent:main:g5', getter),
+    ]
+    flat.label = 'flat-after'
+    flat.inputTokens = 2
+    nested.label = 'nested-after'
+    nested.deliveryContext.to = '+2'
+    const outs = await Promise.all([first, ...calls])
+    expect(outs[1]).toMatchObject({ label: 'flat-before', inputTokens: 1 })
+    expect(outs[2]).toMatchObject({ label: 'nested-before', deliveryContext: { channel: 'telegram', to: '+1' } })
+    expect(outs[3].label).toBe('proto')
+    expect(outs[4].label).toBe('from-toJSON')
+    expect(outs[5].label).toBe('got-1')
+    expect(reads).toBe(1)
+    // each as a lone (native) call writes it
+    const lone = await st.upsertSession('agent:main:l3', JSON.parse('{"__proto__": "x", "label": "proto"}'))
+    expect(Object.keys(outs[3]).filter((k) => k !== 'updatedAt' && k !== 'sessionId').sort()).toEqual(
+      Object.keys(lone).filter((k) => k !== 'updatedAt' && k !== 'sessionId').sort(),
+    )
+    expect((await st.getSession('agent:main:g1'))?.label).toBe('flat-before')
+  })
+
+  test('given a burst still being handed on when later turns write the same key then every write applied in call order', async () => {
+    const st = await openMem()
+    const key = 'agent:main:slices'
+    const first = Array.from({ length: 1000 }, (_, i) => st.upsertSession(key, { inputTokens: i, label: `a${i}` }))
+    // the next turn of the event loop: the burst is being handed on a slice at a time
+    await new Promise((r) => setImmediate(r))
+    const second = Array.from({ length: 300 }, (_, i) => st.upsertSession(key, { inputTokens: 1000 + i, label: `b${i}` }))
+    await Promise.resolve()
+    const late = st.upsertSession(key, { inputTokens: 5000 })
+    const outs = await Promise.all([...first, ...second, late])
+    outs.slice(0, 1300).forEach((e, i) => expect(e.inputTokens).toBe(i))
+    expect(outs[1300].inputTokens).toBe(5000)
+    const last = await st.getSession(key)
+    expect([last?.inputTokens, last?.label]).toEqual([5000, 'b299'])
+  })
+
   test('given the method called on something that is not a store when called then it fails as the native method does', async () => {
     const st = await openMem()
     const run = (f: () => unknown) => {

@@ -22,8 +22,6 @@ pub enum Cached {
     InlineTurn,
     /// `lanes.rs`: runs the turn's queued writes
     Flush,
-    /// `port.rs`: settles the next slice of answers
-    Drain,
     /// `lanes.rs`: hands a burst's writes to the writer
     Spill,
     /// `chunked.rs`: materialises a large answer over several turns
@@ -32,6 +30,7 @@ pub enum Cached {
     Gather,
     GatherToken,
     GatherTake,
+    GatherSize,
     GatherSeal,
     GatherSettle,
     GatherSettleMany,

@@ -39,12 +39,31 @@ use crate::error::Result as CoreResult;
 const GATHER_JS: &str = r#"(function () {
   'use strict';
   const stringify = JSON.stringify, parse = JSON.parse, NewPromise = Promise, define = Object.defineProperty;
+  const keys = Object.keys, isArray = Array.isArray;
   const queueMicrotask = globalThis.queueMicrotask;
   const token = Object.freeze({});
   const segments = new Map();
   let current = null, currentThis = null, lastId = 0, resolveNext, rejectNext, armed = false;
   function executor(resolve, reject) { resolveNext = resolve; rejectNext = reject; }
   function disarm() { armed = false; }
+  // the argument as it is now: a copy when it is a plain record of strings, numbers, booleans
+  // and nulls (its JSON text is made when the segment is read), else its JSON text; undefined
+  // when JSON cannot carry it
+  function read(arg) {
+    if (!isArray(arg) && typeof arg.toJSON !== 'function') {
+      const names = keys(arg), copy = {};
+      let flat = true;
+      for (let k = 0; k < names.length; k++) {
+        const name = names[k], v = arg[name], t = typeof v;
+        if (name === '__proto__' || !(t === 'string' || t === 'number' || t === 'boolean' || t === 'undefined' || v === null)) { flat = false; break; }
+        copy[name] = v;
+      }
+      if (flat) return copy;
+    }
+    let text;
+    try { text = stringify(arg); } catch (e) { return undefined; }
+    return typeof text === 'string' ? text : 'null';
+  }
   function wrap(proto, name, tag, open) {
     const native = proto[name];
     if (typeof native !== 'function' || typeof open !== 'function') return;
@@ -53,18 +72,18 @@ const GATHER_JS: &str = r#"(function () {
       // a turn's first write takes the native path (an awaited call pays no segment); the
       // calls after it in the same run of JS code are gathered
       if (!armed) { armed = true; queueMicrotask(disarm); return native.call(this, key, arg); }
-      let text;
-      try { text = stringify(arg); } catch (e) { return native.call(this, key, arg); }
+      const value = read(arg);
+      if (value === undefined) return native.call(this, key, arg);
       let seg = current;
       if (seg === null || currentThis !== this) {
         const id = lastId = lastId >= 0x7fffffff ? 1 : lastId + 1;
         try { open.call(this, token, id); } catch (e) { return native.call(this, key, arg); }
-        seg = { text: '', resolve: [], reject: [], left: 0 };
+        seg = { calls: [], resolve: [], reject: [], left: -1 };
         segments.set(id, seg);
         current = seg;
         currentThis = this;
       }
-      seg.text += tag + stringify(key) + '\n' + (typeof text === 'string' ? text : 'null') + '\n';
+      seg.calls.push(tag, key, value);
       const promise = new NewPromise(executor);
       seg.resolve.push(resolveNext);
       seg.reject.push(rejectNext);
@@ -81,13 +100,23 @@ const GATHER_JS: &str = r#"(function () {
       wrap(proto, 'upsertSession', 'u', open);
       wrap(proto, 'appendMessages', 'a', open);
     },
-    take: function (id) {
+    size: function (id) {
       const seg = segments.get(id);
-      if (seg === undefined) return '';
+      return seg === undefined || seg.calls === null ? 0 : seg.resolve.length;
+    },
+    take: function (id, from, max) {
+      const seg = segments.get(id);
+      if (seg === undefined || seg.calls === null) return '';
       if (seg === current) { current = null; currentThis = null; }
-      const text = seg.text;
-      seg.text = '';
-      seg.left = seg.resolve.length;
+      const calls = seg.calls, count = seg.resolve.length, end = count - from < max ? count : from + max;
+      if (seg.left < 0) seg.left = count;
+      let text = '';
+      for (let k = from; k < end; k++) {
+        const value = calls[3 * k + 2];
+        text += calls[3 * k] + stringify(calls[3 * k + 1]) + '\n' + (typeof value === 'string' ? value : stringify(value)) + '\n';
+        calls[3 * k + 1] = calls[3 * k + 2] = undefined;
+      }
+      if (end >= count) seg.calls = null;
       if (seg.left === 0) segments.delete(id);
       return text;
     },
@@ -198,11 +227,25 @@ pub fn seal(env: &Env) {
     let _ = call(env, Cached::GatherSeal, "seal", &[]);
 }
 
-/// The calls of segment `id`, taken from JS (which forgets its text), in call order.
-pub fn take(env: &Env, id: u32) -> Taken {
-    let text = (|| -> napi::Result<String> {
+/// How many calls segment `id` holds (0 once it has been read whole).
+pub fn size(env: &Env, id: u32) -> usize {
+    let n = (|| -> napi::Result<u32> {
         let id = env.create_uint32(id)?;
-        let text = call(env, Cached::GatherTake, "take", &[id.raw()])?;
+        let n = call(env, Cached::GatherSize, "size", &[id.raw()])?;
+        n.coerce_to_number()?.get_uint32()
+    })();
+    n.unwrap_or_else(|_| {
+        clear_pending(env);
+        0
+    }) as usize
+}
+
+/// The calls `from..from + max` of segment `id`, taken from JS (which forgets them; the first
+/// take also ends the segment: a later gathered call opens another), in call order.
+pub fn take(env: &Env, id: u32, from: u32, max: u32) -> Taken {
+    let text = (|| -> napi::Result<String> {
+        let args = [env.create_uint32(id)?.raw(), env.create_uint32(from)?.raw(), env.create_uint32(max)?.raw()];
+        let text = call(env, Cached::GatherTake, "take", &args)?;
         // SAFETY: `take` answers a string.
         unsafe { String::from_napi_value(env.raw(), text.raw()) }
     })();
@@ -213,13 +256,15 @@ pub fn take(env: &Env, id: u32) -> Taken {
         })
         .into();
     let calls = calls(&text);
-    Taken { text, calls }
+    Taken { text, calls, first: from }
 }
 
 /// A segment's calls, read from its text.
 pub struct Taken {
     text: Arc<str>,
     calls: Vec<Call>,
+    /// the place of the first call in its segment
+    first: u32,
 }
 
 impl Taken {
@@ -229,11 +274,11 @@ impl Taken {
 
     /// Each call's job and its place in the segment, in call order.
     pub fn jobs(self) -> impl Iterator<Item = (FastTextJob, u32)> {
-        let text = self.text;
+        let (text, first) = (self.text, self.first);
         self.calls.into_iter().enumerate().map(move |(i, c)| {
             let text = text.clone();
             let job: FastTextJob = Arc::new(move |e: &Engine| c.run(e, &text));
-            (job, i as u32)
+            (job, first + i as u32)
         })
     }
 }

@@ -9,8 +9,10 @@
 //! Slow or async work (filtered lists, import, the orchestration) does not come here.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::*;
 use napi::Env;
@@ -141,30 +143,42 @@ enum Entry {
     Segment(Arc<Lanes>, u32),
 }
 
-/// A place in a flushed turn: a job, or a segment's calls read from JS.
+/// A place in a flushed turn: a job, or the calls of a segment from its place `from` on, not
+/// read from JS yet.
 enum Staged {
     Job(Queued),
-    Segment(Arc<Lanes>, u32, super::gather::Taken),
+    Segment(Arc<Lanes>, u32, u32),
 }
 
-/// The jobs of `staged`, in order, each with its ticket.
-fn expand(env: &Env, staged: Vec<Staged>) -> Vec<Queued> {
-    let mut queued = Vec::with_capacity(staged.len());
-    for s in staged {
-        match s {
-            Staged::Job(q) => queued.push(q),
-            Staged::Segment(lanes, id, taken) => {
-                for (job, index) in taken.jobs() {
-                    match port::gathered(env, id, index) {
-                        Ok(ticket) => queued.push(Queued { lanes: lanes.clone(), lane: Lane::Write, job, ticket }),
-                        Err(_) => super::js::clear_pending(env),
-                    }
-                }
+/// The jobs of `taken` (segment `id` of `lanes`), in order, each with its ticket, onto `out`.
+fn expand_segment(env: &Env, lanes: &Arc<Lanes>, id: u32, taken: super::gather::Taken, out: &mut Vec<Queued>) {
+    for (job, index) in taken.jobs() {
+        match port::gathered(env, id, index) {
+            Ok(ticket) => out.push(Queued { lanes: lanes.clone(), lane: Lane::Write, job, ticket }),
+            Err(_) => super::js::clear_pending(env),
+        }
+    }
+}
+
+/// The jobs of a turn's entries, in order, each with its ticket (segments read whole).
+fn expand(env: &Env, entries: Vec<Entry>) -> Vec<Queued> {
+    let mut queued = Vec::with_capacity(entries.len());
+    for e in entries {
+        match e {
+            Entry::Job(q) => queued.push(q),
+            Entry::Segment(lanes, id) => {
+                let taken = super::gather::take(env, id, 0, u32::MAX);
+                expand_segment(env, &lanes, id, taken, &mut queued)
             }
         }
     }
     queued
 }
+
+/// Calls of a burst's segment read from JS (their arguments' JSON made) at a time.
+const SPILL_SLICE: u32 = 64;
+/// Time a turn of the event loop spends handing a burst on; the rest waits for the next turn.
+const SPILL_BUDGET: Duration = Duration::from_micros(500);
 
 thread_local! {
     /// This turn's writes (and the reads that came after them), in call order.
@@ -173,20 +187,53 @@ thread_local! {
     static SEGMENT_OPEN: Cell<bool> = const { Cell::new(false) };
     /// A burst's jobs (and those of later turns, behind them) waiting for their own turn of the
     /// event loop to go to the writer.
-    static BURST: RefCell<Vec<Staged>> = const { RefCell::new(Vec::new()) };
+    static BURST: RefCell<VecDeque<Staged>> = const { RefCell::new(VecDeque::new()) };
 }
 
 /// The burst on the next turn of the event loop (`setImmediate`).
 fn schedule_spill(env: &Env) -> napi::Result<()> {
-    cache::schedule(env, Cached::Spill, "sessionToolsSpill", Cached::SetImmediate, spill_burst)
+    cache::schedule(env, Cached::Spill, "sessionToolsSpill", Cached::SetImmediate, spill_turn)
 }
 
-/// Every job of the waiting burst to the writer, in order.
-fn spill_burst(env: &Env) {
-    let staged = BURST.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    for q in expand(env, staged) {
-        spill(q);
+/// One turn's share of the waiting burst to the writer, in order: a segment's calls are read
+/// from JS (their JSON made) a slice at a time, until [`SPILL_BUDGET`] is spent; the rest on
+/// the next turn.
+fn spill_turn(env: &Env) {
+    let deadline = Instant::now() + SPILL_BUDGET;
+    while spill_next(env) {
+        if Instant::now() >= deadline {
+            if schedule_spill(env).is_ok() {
+                return;
+            }
+            // no `setImmediate`: hand the rest on now rather than never
+            super::js::clear_pending(env);
+            while spill_next(env) {}
+            return;
+        }
     }
+}
+
+/// Hands the burst's next job, or the next slice of its next segment, to the writer; whether
+/// more is waiting.
+fn spill_next(env: &Env) -> bool {
+    let Some(next) = BURST.with(|b| b.borrow_mut().pop_front()) else { return false };
+    match next {
+        Staged::Job(q) => spill(q),
+        Staged::Segment(lanes, id, from) => {
+            let taken = super::gather::take(env, id, from, SPILL_SLICE);
+            let n = taken.len() as u32;
+            let mut queued = Vec::with_capacity(n as usize);
+            expand_segment(env, &lanes, id, taken, &mut queued);
+            if n == SPILL_SLICE {
+                // the rest of the segment stays first in line
+                BURST.with(|b| b.borrow_mut().push_front(Staged::Segment(lanes, id, from + n)));
+            }
+            for q in queued {
+                spill(q);
+            }
+        }
+    }
+    BURST.with(|b| !b.borrow().is_empty())
 }
 
 /// Whether the current turn has writes waiting: a read then waits behind them.
@@ -262,34 +309,41 @@ fn schedule_flush(env: &Env) -> napi::Result<()> {
 fn flush(env: &Env) {
     let entries = TURN.with(|t| std::mem::take(&mut *t.borrow_mut()));
     SEGMENT_OPEN.with(|s| s.set(false));
-    let staged: Vec<Staged> = entries
-        .into_iter()
-        .map(|entry| match entry {
-            Entry::Job(q) => Staged::Job(q),
-            Entry::Segment(lanes, id) => Staged::Segment(lanes, id, super::gather::take(env, id)),
-        })
-        .collect();
-    let writes: usize = staged
-        .iter()
-        .map(|s| match s {
-            Staged::Job(q) => usize::from(q.lane == Lane::Write),
-            Staged::Segment(_, _, taken) => taken.len(),
-        })
-        .sum();
     let waiting = BURST.with(|b| !b.borrow().is_empty());
+    let writes: usize = if waiting {
+        0 // behind the burst anyway
+    } else {
+        entries
+            .iter()
+            .map(|e| match e {
+                Entry::Job(q) => usize::from(q.lane == Lane::Write),
+                Entry::Segment(_, id) => super::gather::size(env, *id),
+            })
+            .sum()
+    };
     if waiting || writes > INLINE_MAX {
         // a burst (or a turn after a burst that has not gone yet, so it stays behind it): every
-        // job to the writer, in call order, on a turn of the event loop of its own, so the turn
-        // that started it is held neither by a batch run here (perf, issue 17: the first 16 of
-        // a burst of 1,000 added about 1 ms to it) nor by handing 1,000 jobs on
-        BURST.with(|b| b.borrow_mut().extend(staged));
+        // job to the writer, in call order, on turns of the event loop of their own, so the
+        // turn that started it is held neither by a batch run here (perf, issue 17: the first
+        // 16 of a burst of 1,000 added about 1 ms to it) nor by making the calls' JSON (the
+        // gathered calls of a plain record copy it and leave its JSON for then) and handing
+        // 1,000 jobs on. Its segments end here: a later gathered call opens another.
+        if entries.iter().any(|e| matches!(e, Entry::Segment(..))) {
+            super::gather::seal(env);
+        }
+        BURST.with(|b| {
+            b.borrow_mut().extend(entries.into_iter().map(|e| match e {
+                Entry::Job(q) => Staged::Job(q),
+                Entry::Segment(lanes, id) => Staged::Segment(lanes, id, 0),
+            }))
+        });
         if !waiting && schedule_spill(env).is_err() {
             super::js::clear_pending(env);
-            spill_burst(env);
+            while spill_next(env) {}
         }
         return;
     }
-    let queued = expand(env, staged);
+    let queued = expand(env, entries);
     let mut budget = INLINE_MAX;
     // once a job went to a lane, every later one follows it there, so none overtakes it
     let mut spilled = false;

@@ -3,33 +3,40 @@
 //!
 //! napi's own futures create a threadsafe function, an environment cleanup hook and a wake-up of
 //! the event loop for every call: about 70–120 µs of the JS thread per call in a burst. Here one
-//! threadsafe function per JS environment, created once, carries every result: a job's
-//! [`Ticket`] sends its outcome (JSON text or an error) through a channel (the JS thread never
-//! waits on a lock a job thread holds), the first outcome of an empty queue wakes the loop, and the JS thread settles the queued promises, at most [`CHUNK`] per turn of
-//! the event loop (the rest on the next one, through `setImmediate`), so a burst of results
-//! never holds the loop for long. While promises are pending the port keeps Node alive; idle, it
-//! does not.
+//! wake-up per JS environment (`wake.rs`, a libuv handle of our own), made once, carries every
+//! result: a job's [`Ticket`] sends its outcome (JSON text or an error) through a channel (the
+//! JS thread never waits on a lock a job thread holds), the first outcome of an empty queue
+//! wakes the loop, and the JS thread settles the queued promises for at most [`TURN_BUDGET`] of
+//! one turn of the event loop, a slice of [`SLICE`] at a time (the rest on the next turn, after
+//! the timers), so a burst of results never holds the loop for long. While promises are pending
+//! the port keeps Node alive; idle, it does not.
 //!
 //! It decides nothing: what runs where is the caller's choice.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::c_void;
 use std::ptr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::*;
 use napi::{sys, Env};
 
-use super::cache::{self, Cached};
 use super::chunked::{answer_from_text, SPLIT_BYTES};
 use super::error::error_value;
+use super::wake::{Wake, Waker};
 use crate::error::{Error as CoreError, Result as CoreResult};
 
-/// Most promises settled in one turn of the event loop.
-const CHUNK: usize = 64;
+/// Promises settled together (the answers of gathered calls with one `JSON.parse`), between two
+/// looks at the clock.
+const SLICE: usize = 16;
+
+/// Settling done in one turn of the event loop; past it the rest waits for the next turn. Well
+/// under the 1 ms of `monitorEventLoopDelay`'s resolution, so that a turn that settles answers
+/// and the caller's own code after it stay within 2 ms (issue 17 target 4).
+const TURN_BUDGET: Duration = Duration::from_micros(500);
 
 /// The promise a ticket settles: one made here (a `napi_deferred`, used only on the JS thread),
 /// or one a call gathered in JS made (`gather.rs`: its segment and place in it).
@@ -45,15 +52,13 @@ struct Done {
     out: CoreResult<String>,
 }
 
-/// The part the job threads share. Outcomes go through a channel (no lock the JS thread could
-/// wait on while a job thread holding it is off the CPU); the lock guards only the threadsafe
-/// function, taken by a job thread to wake the loop (once per drained queue) and by teardown.
+/// The part the job threads share: outcomes go through a channel, and the loop is woken through
+/// the port's own handle (no lock the JS thread takes: see `wake.rs`).
 struct Shared {
     tx: Sender<Done>,
-    /// the loop was woken (or a `setImmediate` is queued) and has not drained yet
+    /// the loop was woken (or the JS thread asked for another turn) and has not drained yet
     woken: AtomicBool,
-    /// `None` once the environment is being torn down
-    tsfn: Mutex<Option<usize>>,
+    waker: Arc<Waker>,
 }
 
 /// Handed to a job: settles its promise once, from any thread.
@@ -69,8 +74,8 @@ impl Ticket {
         if let Some(local) = PORT.with(|p| p.borrow().clone()) {
             local.pending.set(local.pending.get().saturating_sub(1));
             if local.pending.get() == 0 {
-                // SAFETY: on the JS thread; idle, the port does not keep Node alive.
-                unsafe { sys::napi_unref_threadsafe_function(env.raw(), local.tsfn) };
+                // idle, the port does not keep Node alive
+                local.wake.keep_alive(false);
             }
         }
     }
@@ -81,18 +86,7 @@ impl Ticket {
             return; // the environment is gone
         }
         if !self.shared.woken.swap(true, Ordering::SeqCst) {
-            let tsfn = self.shared.tsfn.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(tsfn) = *tsfn {
-                // SAFETY: the function is alive while `tsfn` is set (the teardown hook clears it
-                // under this lock before Node finalizes it).
-                unsafe {
-                    sys::napi_call_threadsafe_function(
-                        tsfn as sys::napi_threadsafe_function,
-                        ptr::null_mut(),
-                        sys::ThreadsafeFunctionCallMode::nonblocking,
-                    );
-                }
-            }
+            self.shared.waker.wake();
         }
     }
 }
@@ -101,7 +95,7 @@ impl Ticket {
 struct Local {
     shared: Arc<Shared>,
     rx: Receiver<Done>,
-    tsfn: sys::napi_threadsafe_function,
+    wake: Wake,
     /// promises not settled yet
     pending: Cell<usize>,
 }
@@ -114,44 +108,16 @@ fn port(env: &Env) -> napi::Result<Rc<Local>> {
     if let Some(p) = PORT.with(|p| p.borrow().clone()) {
         return Ok(p);
     }
+    let wake = Wake::open(env, drain, forget)?;
     let (tx, rx) = mpsc::channel();
-    let shared = Arc::new(Shared { tx, woken: AtomicBool::new(false), tsfn: Mutex::new(None) });
-    let name = env.create_string("session-tools")?;
-    let mut tsfn = ptr::null_mut();
-    let context = Arc::into_raw(shared.clone()) as *mut c_void;
-    // SAFETY: plain napi calls on the JS thread; `context` is an owned `Arc` reclaimed by the
-    // teardown hook.
-    unsafe {
-        let status = sys::napi_create_threadsafe_function(
-            env.raw(),
-            ptr::null_mut(),
-            ptr::null_mut(),
-            name.raw(),
-            0,
-            1,
-            ptr::null_mut(),
-            None,
-            context,
-            Some(call_js),
-            &mut tsfn,
-        );
-        if status != sys::Status::napi_ok {
-            drop(Arc::from_raw(context as *const Shared));
-            return Err(napi::Error::new(Status::GenericFailure, "cannot create the completion port"));
-        }
-        sys::napi_unref_threadsafe_function(env.raw(), tsfn);
-        sys::napi_add_env_cleanup_hook(env.raw(), Some(teardown), context);
-    }
-    *shared.tsfn.lock().unwrap_or_else(|p| p.into_inner()) = Some(tsfn as usize);
-    let local = Rc::new(Local { shared, rx, tsfn, pending: Cell::new(0) });
+    let shared = Arc::new(Shared { tx, woken: AtomicBool::new(false), waker: wake.waker() });
+    let local = Rc::new(Local { shared, rx, wake, pending: Cell::new(0) });
     PORT.with(|p| *p.borrow_mut() = Some(local.clone()));
     Ok(local)
 }
 
-unsafe extern "C" fn teardown(arg: *mut c_void) {
-    // SAFETY: `arg` is the `Arc` given at creation, reclaimed once here.
-    let shared = unsafe { Arc::from_raw(arg as *const Shared) };
-    *shared.tsfn.lock().unwrap_or_else(|p| p.into_inner()) = None;
+/// The environment is going: its outcomes are dropped (no promise can be settled any more).
+fn forget() {
     PORT.with(|p| p.borrow_mut().take());
 }
 
@@ -165,61 +131,57 @@ pub fn promise<'env>(env: &'env Env) -> napi::Result<(Ticket, PromiseRaw<'env, U
     if status != sys::Status::napi_ok {
         return Err(napi::Error::new(Status::GenericFailure, "cannot create a promise"));
     }
-    Ok((ticket(env, &local, Target::Deferred(deferred as usize)), PromiseRaw::new(env.raw(), promise)))
+    Ok((ticket(&local, Target::Deferred(deferred as usize)), PromiseRaw::new(env.raw(), promise)))
 }
 
 /// The ticket of the promise a gathered call made in JS: place `index` of segment `segment`.
 pub fn gathered(env: &Env, segment: u32, index: u32) -> napi::Result<Ticket> {
     let local = port(env)?;
-    Ok(ticket(env, &local, Target::Gathered(segment, index)))
+    Ok(ticket(&local, Target::Gathered(segment, index)))
 }
 
-fn ticket(env: &Env, local: &Local, target: Target) -> Ticket {
+fn ticket(local: &Local, target: Target) -> Ticket {
     if local.pending.replace(local.pending.get() + 1) == 0 {
-        // SAFETY: on the JS thread; keeps Node alive while a promise is pending.
-        unsafe { sys::napi_ref_threadsafe_function(env.raw(), local.tsfn) };
+        // keeps Node alive while a promise is pending
+        local.wake.keep_alive(true);
     }
     Ticket { shared: local.shared.clone(), target }
 }
 
-unsafe extern "C" fn call_js(env: sys::napi_env, _js_cb: sys::napi_value, _context: *mut c_void, _data: *mut c_void) {
-    if env.is_null() {
-        return; // the environment is going away
-    }
-    drain(&Env::from_raw(env));
-}
-
-/// Settles up to [`CHUNK`] queued promises; asks for another turn when more are queued.
+/// Settles queued promises, a slice at a time, until the queue is empty or the turn's budget is
+/// spent (then asks for another turn).
 fn drain(env: &Env) {
     let Some(local) = PORT.with(|p| p.borrow().clone()) else { return };
-    let mut batch: Vec<Done> = local.rx.try_iter().take(CHUNK).collect();
-    let mut more = batch.len() == CHUNK;
-    if !more {
-        // nothing left: the next outcome wakes the loop again; one sent before this store saw
-        // the flag still set and did not, so look once more
-        local.shared.woken.store(false, Ordering::SeqCst);
-        if let Ok(d) = local.rx.try_recv() {
-            batch.push(d);
-            // the rest on the next turn, unless a job thread has woken the loop meanwhile
-            more = !local.shared.woken.swap(true, Ordering::SeqCst);
-        }
-    }
-    settle_all(env, &local, batch);
-    if more && again(env).is_err() {
-        // no `setImmediate`: settle the rest now rather than never
-        super::js::clear_pending(env);
-        loop {
-            let rest: Vec<Done> = local.rx.try_iter().collect();
-            if rest.is_empty() {
-                break;
+    let deadline = Instant::now() + TURN_BUDGET;
+    loop {
+        let mut batch: Vec<Done> = local.rx.try_iter().take(SLICE).collect();
+        let mut last = false;
+        if batch.len() < SLICE {
+            // nothing left: the next outcome wakes the loop again; one sent before this store
+            // saw the flag still set and did not, so look once more
+            local.shared.woken.store(false, Ordering::SeqCst);
+            match local.rx.try_recv() {
+                // a job thread has woken the loop meanwhile: the rest on that wake-up
+                Ok(d) if local.shared.woken.swap(true, Ordering::SeqCst) => {
+                    batch.push(d);
+                    last = true;
+                }
+                Ok(d) => batch.push(d),
+                Err(_) => last = true,
             }
-            settle_all(env, &local, rest);
         }
-        local.shared.woken.store(false, Ordering::SeqCst);
+        settle_all(env, &local, batch);
+        if last {
+            break;
+        }
+        if Instant::now() >= deadline {
+            // the rest on the next turn (`woken` stays set: no job thread wakes the loop)
+            local.wake.again();
+            break;
+        }
     }
     if local.pending.get() == 0 {
-        // SAFETY: on the JS thread; idle, the port does not keep Node alive.
-        unsafe { sys::napi_unref_threadsafe_function(env.raw(), local.tsfn) };
+        local.wake.keep_alive(false);
     }
 }
 
@@ -250,11 +212,6 @@ fn settle_all(env: &Env, local: &Local, batch: Vec<Done>) {
         local.pending.set(local.pending.get().saturating_sub(1));
     }
     flush_run(&mut run);
-}
-
-/// The rest of the queue on the next turn of the event loop.
-fn again(env: &Env) -> napi::Result<()> {
-    cache::schedule(env, Cached::Drain, "sessionToolsDrain", Cached::SetImmediate, drain)
 }
 
 fn settle(env: &Env, d: Done) {
