@@ -87,7 +87,6 @@ impl GroupWriter {
 }
 
 fn run<S: AsRef<Store>>(owner: Arc<S>, rx: Receiver<(GroupJob, Deliver)>, batches: &AtomicU64) {
-    super::background::give_way();
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {

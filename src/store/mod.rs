@@ -9,7 +9,6 @@
 //! lives below this module, as `prepare_cached` statements with bound parameters only. It never
 //! decides policy: callers hand it canonical keys and finished entries.
 
-mod background;
 pub mod bulk;
 mod db;
 mod group;

@@ -129,7 +129,6 @@ impl WalBound {
         let thread = std::thread::Builder::new()
             .name("session-tools-checkpoint".into())
             .spawn(move || {
-                super::background::give_way();
                 while rx.recv().is_ok() {
                     // passive: copies what no reader still needs, never waits (a failure loses
                     // nothing; the next commit past the mark asks again)
