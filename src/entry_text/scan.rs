@@ -178,7 +178,7 @@ impl Scanner<'_> {
         };
         let integer = !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit());
         if integer {
-            if digits.len() > 1 && digits.starts_with('0') || neg && digits == "0" {
+            if (digits.len() > 1 && digits.starts_with('0')) || (neg && digits == "0") {
                 return None;
             }
             // up to 18 digits fit both i64 and u64; longer ones are checked
