@@ -268,7 +268,5 @@ fn texts_another_writer_spelled_take_the_parsing_path() {
         assert!(check(stored, &p, 5).is_some(), "{stored}");
     }
     // floats at the edges: copied when serde_json prints them back as written, else parsed
-    for stored in [r#"{"sessionId":"s","updatedAt":1,"b":-0.0,"c":1e21,"d":5e-324}"#] {
-        check(stored, &p, 5);
-    }
+    check(r#"{"sessionId":"s","updatedAt":1,"b":-0.0,"c":1e21,"d":5e-324}"#, &p, 5);
 }
