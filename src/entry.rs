@@ -132,7 +132,8 @@ pub fn updated_at(entry: &Entry) -> i64 {
     entry.get("updatedAt").and_then(as_ms).unwrap_or(0)
 }
 
-fn as_ms(v: &Value) -> Option<i64> {
+/// A timestamp field as milliseconds: a finite number, floored.
+pub fn as_ms(v: &Value) -> Option<i64> {
     let f = v.as_f64()?;
     f.is_finite().then(|| f.floor() as i64)
 }
@@ -346,27 +347,7 @@ pub fn delivery_context<E: RowFields + ?Sized>(entry: &E) -> DeliveryContext {
 
 /// §2.4: rewrites `deliveryContext` and `last*` from the merged route when they differ from it.
 pub fn normalize_delivery(entry: &mut Entry) {
-    let merged = delivery_context(entry);
-    let current = (
-        entry.get("deliveryContext").cloned(),
-        entry.get("lastChannel").cloned(),
-        entry.get("lastTo").cloned(),
-        entry.get("lastAccountId").cloned(),
-        entry.get("lastThreadId").cloned(),
-    );
-    let wanted_dc = (!merged.is_empty()).then(|| merged.to_json());
-    let s = |o: &Option<String>| o.clone().map(Value::String);
-    let wanted = (wanted_dc, s(&merged.channel), s(&merged.to), s(&merged.account_id), merged.thread_id.clone());
-    if current == wanted {
-        return;
-    }
-    let fields: [(&str, Option<Value>); 5] = [
-        ("deliveryContext", wanted.0),
-        ("lastChannel", wanted.1),
-        ("lastTo", wanted.2),
-        ("lastAccountId", wanted.3),
-        ("lastThreadId", wanted.4),
-    ];
+    let Some(fields) = delivery_rewrite(entry) else { return };
     for (name, value) in fields {
         match value {
             Some(v) => {
@@ -377,6 +358,30 @@ pub fn normalize_delivery(entry: &mut Entry) {
             }
         }
     }
+}
+
+/// The route fields of an entry, in the order [`normalize_delivery`] writes them.
+pub const DELIVERY_FIELDS: [&str; 5] = ["deliveryContext", "lastChannel", "lastTo", "lastAccountId", "lastThreadId"];
+
+/// What [`normalize_delivery`] does to `entry`: each of [`DELIVERY_FIELDS`] set to its value or
+/// removed (`None`), in that order; `None` when the entry already holds the merged route. Reads
+/// only those fields and `channel`.
+pub fn delivery_rewrite<E: Fields + ?Sized>(entry: &E) -> Option<[(&'static str, Option<Value>); 5]> {
+    let merged = delivery_context(entry);
+    let s = |o: &Option<String>| o.clone().map(Value::String);
+    let wanted = [
+        (!merged.is_empty()).then(|| merged.to_json()),
+        s(&merged.channel),
+        s(&merged.to),
+        s(&merged.account_id),
+        merged.thread_id.clone(),
+    ];
+    if DELIVERY_FIELDS.iter().zip(&wanted).all(|(name, w)| entry.field(name) == w.as_ref()) {
+        return None;
+    }
+    let [a, b, c, d, e] = wanted;
+    let [n0, n1, n2, n3, n4] = DELIVERY_FIELDS;
+    Some([(n0, a), (n1, b), (n2, c), (n3, d), (n4, e)])
 }
 
 /// §2.7 `sessions.reset`: a fresh entry carrying over only the listed fields.

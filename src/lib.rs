@@ -23,6 +23,7 @@ pub mod config;
 pub mod contract;
 pub mod engine;
 pub mod entry;
+pub mod entry_text;
 pub mod error;
 #[cfg(test)]
 mod faults_test;

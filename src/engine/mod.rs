@@ -143,8 +143,39 @@ impl Engine {
 
     /// As [`upsert_session`](Self::upsert_session), answering the merged entry as JSON text:
     /// the text just stored, so the entry is serialised once.
+    /// A patch that names no field a column is made from is merged on the stored text
+    /// (`entry_text`: the same text, without parsing the stored entry into a map and writing it
+    /// all again); any other, or a text that path does not handle, is merged parsed.
     pub fn upsert_session_text(&self, key: &Value, patch: &Value) -> Result<String> {
-        self.upsert(key, patch, |db, key, old, merged| db.put_session_over_text(key, old, merged)).map(|(_, t)| t)
+        let (key, patch) = self.upsert_args(key, patch)?;
+        let now = entry::now_ms();
+        let on_text = !patch.keys().any(|k| crate::store::sessions::feeds_columns(k));
+        self.store.write(|db| {
+            let stored = db.session_text(&key)?;
+            if let Some(text) = stored.as_deref().filter(|_| on_text) {
+                let merged = crate::entry_text::merge_text(text, &patch, now, &crate::store::sessions::SEARCH_SOURCES);
+                if let Some(m) = merged {
+                    if db.put_merged_text(&key, &m.fields, &m.text)? {
+                        return Ok(m.text);
+                    }
+                }
+            }
+            let existing = stored.map(|t| crate::store::sessions::parse_entry(&key, &t)).transpose()?;
+            let merged = entry::merge(existing.as_ref(), &patch, now);
+            db.put_session_over_text(&key, existing.as_ref(), &merged)
+        })
+    }
+
+    /// An upsert's canonical key and checked patch (`spawnedBy` made canonical).
+    fn upsert_args(&self, key: &Value, patch: &Value) -> Result<(String, Entry)> {
+        let key = self.canonical(key_arg(key)?)?;
+        let mut patch = obj(patch, "patch")?;
+        entry::check_patch(&patch)?;
+        if let Some(raw) = patch.get("spawnedBy").and_then(Value::as_str) {
+            let parent = canonical_spawned_by(&self.config(), &key, raw)?;
+            patch.insert("spawnedBy".into(), Value::from(parent));
+        }
+        Ok((key, patch))
     }
 
     fn upsert<T>(
@@ -153,13 +184,7 @@ impl Engine {
         patch: &Value,
         put: impl Fn(&Db<'_>, &str, Option<&Entry>, &Entry) -> Result<T>,
     ) -> Result<(Entry, T)> {
-        let key = self.canonical(key_arg(key)?)?;
-        let mut patch = obj(patch, "patch")?;
-        entry::check_patch(&patch)?;
-        if let Some(raw) = patch.get("spawnedBy").and_then(Value::as_str) {
-            let parent = canonical_spawned_by(&self.config(), &key, raw)?;
-            patch.insert("spawnedBy".into(), Value::from(parent));
-        }
+        let (key, patch) = self.upsert_args(key, patch)?;
         let now = entry::now_ms();
         self.store.write(|db| {
             let existing = db.session(&key)?;

@@ -265,3 +265,57 @@ fn message_text_reads_strings_and_text_blocks() {
     );
     assert_eq!(message_text(r#"{"role":"user","content":[]}"#), None);
 }
+
+/// An upsert merged on the stored text (`upsert_session_text`) leaves the row, every column, and
+/// answers the text, exactly as the parsing path (`upsert_session`) does, over entries another
+/// writer spelled and patches that touch the columns, the route and the legacy fields.
+#[test]
+fn an_upsert_merged_on_the_text_stores_and_answers_what_the_parsing_path_does() {
+    let on_text = engine(Value::Null);
+    let parsed = engine(Value::Null);
+    let keys = [
+        "agent:main:telegram:dm:u1",
+        "agent:main:discord:group:dev",
+        "agent:main:subagent:kid",
+        "agent:main:cron:job-1",
+    ];
+    let stored = [
+        None,
+        Some(
+            r#"{"sessionId":"s-1","updatedAt":5,"chatType":"direct","lastChannel":"whatsapp","lastTo":"+1","deliveryContext":{"channel":"whatsapp","to":"+1"},"origin":{"label":"Ann"}}"#,
+        ),
+        Some(r#"{ "sessionId": "s-2", "updatedAt": 5.5, "subject": "Dev \/ ops", "channel": "discord" }"#),
+        Some(r#"{"sessionId":"s-3","updatedAt":7,"room":"r1","provider":"slack","displayName":"\u00c9quipe"}"#),
+    ];
+    let patches = [
+        json!({"lastChannel": "telegram", "lastTo": "+1555", "inputTokens": 101, "outputTokens": 50}),
+        json!({"label": "Team", "subject": "Renamed", "displayName": "Dév"}),
+        json!({"chatType": "group", "lastThreadId": 12.7, "deliveryContext": {"channel": "IMSG", "to": " x "}}),
+        json!({"lastAccountId": " acc ", "groupChannel": "#dev", "space": "eng", "origin": {"label": "Zoë"}}),
+        json!({"spawnedBy": "agent:main:main", "projectId": "p1", "archivedAt": 12}),
+        json!({"lastProvider": "signal", "lastChannel": null, "é\"\u{1}": [1.5, {"a": null}]}),
+        json!({"deliveryContext": null, "lastTo": null, "lastThreadId": "  "}),
+    ];
+    for (i, key) in keys.iter().enumerate() {
+        for (e, text) in [(&on_text, stored[i]), (&parsed, stored[i])] {
+            e.upsert_session(&json!(key), &json!({"updatedAt": 1, "sessionId": format!("s-{i}")})).unwrap();
+            if let Some(text) = text {
+                e.store().write(|db| db.set_entry_text(key, text)).unwrap();
+            }
+        }
+        for (n, p) in patches.iter().enumerate() {
+            // an updatedAt past now, so the two stores' entries do not depend on the clock
+            let mut p = p.clone();
+            p["updatedAt"] = json!(4_000_000_000_000i64 + n as i64);
+            let text = on_text.upsert_session_text(&json!(key), &p);
+            let entry = parsed.upsert_session(&json!(key), &p);
+            match (text, entry) {
+                (Ok(text), Ok(entry)) => assert_eq!(text, serde_json::to_string(&entry).unwrap(), "{key} {p}"),
+                (Err(a), Err(b)) => assert_eq!(a.message(), b.message()),
+                (a, b) => panic!("{key} {p}: {a:?} against {b:?}"),
+            }
+            let row = |e: &Engine| e.store().read(|db| db.row_columns(key)).unwrap();
+            assert_eq!(row(&on_text), row(&parsed), "{key} {p}");
+        }
+    }
+}

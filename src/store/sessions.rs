@@ -23,6 +23,18 @@ const INVENTORY_SOURCES: [&str; 10] = [
     "ownerSessionKey",
 ];
 
+/// The entry fields a session row's columns are made from, besides `updatedAt` and the
+/// [`SEARCH_SOURCES`]: a patch naming one of them takes the parsing path of an upsert
+/// ([`Db::put_session_over_text`]), which compares them old and new.
+pub fn feeds_columns(field: &str) -> bool {
+    matches!(field, "sessionId" | "spawnedBy" | "label" | "chatType") || INVENTORY_SOURCES.contains(&field)
+}
+
+/// The entry fields the `search` column is made from, with `updatedAt`: what
+/// [`Db::put_merged_text`] reads of an entry.
+pub const SEARCH_SOURCES: [&str; 9] =
+    ["displayName", "channel", "subject", "groupChannel", "space", "label", "origin", "sessionId", "updatedAt"];
+
 /// A stored session: its canonical key and its entry (whole, or a [`SparseEntry`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listed<E = Entry> {
@@ -298,7 +310,8 @@ fn encode(key: &str, entry: &Entry) -> Result<String> {
     serde_json::to_string(entry).map_err(|e| Error::store(format!("cannot encode the entry of {key}: {e}")))
 }
 
-fn parse_entry(key: &str, json: &str) -> Result<Entry> {
+/// An entry read from its stored text.
+pub fn parse_entry(key: &str, json: &str) -> Result<Entry> {
     serde_json::from_str::<Entry>(json)
         .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))
 }
@@ -360,6 +373,11 @@ impl Db<'_> {
     pub fn session(&self, key: &str) -> Result<Option<Entry>> {
         let json = self.row("SELECT entry FROM sessions WHERE key = ?1", args![key], |r| r.get::<String>(0))?;
         json.map(|j| parse_entry(key, &j)).transpose()
+    }
+
+    /// The entry text stored under exactly this key, as stored.
+    pub fn session_text(&self, key: &str) -> Result<Option<String>> {
+        self.row("SELECT entry FROM sessions WHERE key = ?1", args![key], |r| r.get::<String>(0))
     }
 
     /// The first of `keys` that is stored, with its entry.
@@ -437,11 +455,35 @@ impl Db<'_> {
         Ok(json)
     }
 
+    /// Stores `text` as the entry of the existing row of `key`, when the entry it replaces and
+    /// `text` differ in no field [`feeds_columns`] names (an upsert merged on the stored text,
+    /// `entry_text`): the write [`put_session_over_text`](Self::put_session_over_text) makes
+    /// then. `fields` holds the new entry's [`SEARCH_SOURCES`]. Whether the row was there.
+    pub fn put_merged_text(&self, key: &str, fields: &Entry, text: &str) -> Result<bool> {
+        let n = self.exec(
+            "UPDATE sessions SET updated_at = ?2, search = ?3, entry = ?4 WHERE key = ?1",
+            args![key, entry::updated_at(fields), search_text(key, fields), text],
+        )?;
+        Ok(n > 0)
+    }
+
     /// Replaces the stored text of `key`'s entry as it is, columns untouched (tests: entry texts
     /// another writer may have stored, with escapes, spacing or repeated names).
     #[cfg(test)]
     pub fn set_entry_text(&self, key: &str, text: &str) -> Result<usize> {
         self.exec("UPDATE sessions SET entry = ?1 WHERE key = ?2", args![text, key])
+    }
+
+    /// Every column of `key`'s row, as one JSON array text (tests: two rows compared whole).
+    #[cfg(test)]
+    pub fn row_columns(&self, key: &str) -> Result<Option<String>> {
+        self.row(
+            "SELECT json_array(key, session_id, agent_id, rest, updated_at, spawned_by, label, base_kind, search, entry,
+               archived, pinned, owner_id, creator_id, project_id, workspace_dir, grp, parent_key, owner_key)
+             FROM sessions WHERE key = ?1",
+            args![key],
+            |r| r.get::<String>(0),
+        )
     }
 
     /// Removes the row of `key`; whether it existed.
