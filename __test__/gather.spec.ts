@@ -4,9 +4,19 @@
 // order across gathered and native calls, and arguments read when the call is made.
 import { describe, expect, test } from 'vitest'
 
-import { openFile, openMem } from './helpers.js'
+import { SessionTools, openFile, openMem } from './helpers.js'
 
 const nextTurn = () => new Promise((r) => setImmediate(r))
+
+describe('gathered writes are installed', () => {
+  test('given the module loaded when its class is read then upsertSession and appendMessages are the gathering JS functions, not the native methods', () => {
+    // napi-rs keeps one load hook per library: a second one silently replaced this install once
+    for (const name of ['upsertSession', 'appendMessages'] as const) {
+      const source = Function.prototype.toString.call(SessionTools.prototype[name])
+      expect(source, name).not.toContain('[native code]')
+    }
+  })
+})
 
 describe('gathered writes keep every caller semantics', () => {
   test('given a patch changed right after the call when it settles then what was written is the patch as it was at the call', async () => {

@@ -140,10 +140,10 @@ const GATHER_JS: &str = r#"(function () {
 })()"#;
 
 /// Replaces the gathered methods on `SessionTools.prototype` (from the module's exports); when
-/// anything is missing the native methods stay, and the module loads all the same.
-#[napi(module_exports)]
+/// anything is missing the native methods stay, and the module loads all the same. Called by
+/// the module's load hook (`napi::on_load`).
 #[cfg_attr(test, allow(dead_code))] // the hook is registered outside tests only
-pub fn gather_install(exports: Object, env: Env) -> napi::Result<()> {
+pub fn install(exports: &Object, env: &Env) -> napi::Result<()> {
     let installed = (|| -> napi::Result<()> {
         let class: Unknown = exports.get_named_property("SessionTools")?;
         if class.get_type()? != ValueType::Function {
@@ -152,12 +152,12 @@ pub fn gather_install(exports: Object, env: Env) -> napi::Result<()> {
         // SAFETY: a function of this environment (an object with properties).
         let class = unsafe { Object::from_napi_value(env.raw(), class.raw()) }?;
         let proto: Unknown = class.get_named_property("prototype")?;
-        let install: Function<Unknown, Unknown> = api(&env)?.get_named_property("install")?;
+        let install: Function<Unknown, Unknown> = api(env)?.get_named_property("install")?;
         install.call(proto)?;
         Ok(())
     })();
     if installed.is_err() {
-        clear_pending(&env);
+        clear_pending(env);
     }
     Ok(())
 }

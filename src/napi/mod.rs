@@ -17,3 +17,17 @@ mod pin;
 mod port;
 mod session_tools;
 mod wake;
+
+use napi::bindgen_prelude::Object;
+use napi::Env;
+
+/// Runs when an environment (the main thread or a worker) loads the module: keeps the library
+/// loaded (`pin`) and installs the gathered writes (`gather`). napi-rs keeps one such hook per
+/// library (a second `#[napi(module_exports)]` silently replaces the first, whichever the linker
+/// registers last), so this is the only one: anything else to do at load goes here.
+#[napi(module_exports)]
+#[cfg_attr(test, allow(dead_code))] // the hook is registered outside tests only
+pub fn on_load(exports: Object, env: Env) -> napi::Result<()> {
+    pin::pin_library();
+    gather::install(&exports, &env)
+}

@@ -13,16 +13,6 @@
 
 use std::sync::OnceLock;
 
-use napi::bindgen_prelude::Object;
-
-/// Runs when an environment (the main thread or a worker) loads the module.
-#[napi(module_exports)]
-#[cfg_attr(test, allow(dead_code))] // the hook is registered outside tests only
-pub fn pin_install(_exports: Object, _env: napi::Env) -> napi::Result<()> {
-    pin_library();
-    Ok(())
-}
-
 /// Marks this library as never to be unloaded (the first call does it); whether it is marked.
 pub fn pin_library() -> bool {
     static PINNED: OnceLock<bool> = OnceLock::new();
