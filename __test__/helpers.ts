@@ -1,5 +1,6 @@
 // Shared helpers for the vitest suite: opening stores that are closed after each test, temp
 // folders, and assertions on rejections that carry an `err.code`.
+import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -13,6 +14,31 @@ export { SessionTools }
 
 /** Absolute path of the addon's entry point, for child processes. */
 export const INDEX_JS = fileURLToPath(new URL('../index.js', import.meta.url))
+
+/** What a child process did: its exit code or signal and what it printed. */
+export interface ChildRun {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+}
+
+/** Runs `code` in a child node process (killed after 60 s), with the addon's path in `ST_INDEX`
+ * and `env` added to this process's environment. */
+export function runChild(code: string, env: Record<string, string> = {}): Promise<ChildRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', code], { env: { ...process.env, ST_INDEX: INDEX_JS, ...env } })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code, signal, stdout, stderr })
+    })
+  })
+}
 
 const opened: SessionTools[] = []
 const dirs: string[] = []

@@ -5,23 +5,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import path from 'node:path'
 import { describe, expect, test } from 'vitest'
 
-import { INDEX_JS, SessionTools, openFile, tmpDir, track } from './helpers'
-
-/** Runs `code` in a child node process; `db` and the addon path are passed as env vars. */
-function runChild(code: string, env: Record<string, string>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-e', code], { env: { ...process.env, ST_INDEX: INDEX_JS, ...env } })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.on('close', (code, signal) => {
-      clearTimeout(timer)
-      resolve({ code, signal, stdout, stderr })
-    })
-  })
-}
+import { INDEX_JS, SessionTools, openFile, runChild, tmpDir, track } from './helpers'
 
 describe('two stores on one file in one process', () => {
   test('given two SessionTools on one file when both upsert 200 keys and append concurrently then every key and message is there', async () => {

@@ -4,11 +4,9 @@
 // (src/napi/pin.rs); before that, the second round of workers crashed the process with a
 // segmentation fault. Each case runs in a child process, so a crash is an exit signal here, not
 // the end of the test runner.
-import { spawn } from 'node:child_process'
-import path from 'node:path'
 import { describe, expect, test } from 'vitest'
 
-import { INDEX_JS, tmpDir } from './helpers'
+import { runChild, tmpDir } from './helpers'
 
 /** The child's code: `runWorker(dir, n)` runs a worker that opens a store in `dir`, makes `n`
  * upserts and one listing, closes it and posts what it read back. */
@@ -42,24 +40,12 @@ function runWorker(db, n, extra = {}) {
 const dir = process.env.ST_DIR;
 `
 
-function runChild(code: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-e', PRELUDE + code], { env: { ...process.env, ST_INDEX: INDEX_JS, ST_DIR: tmpDir() } })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.on('close', (code, signal) => {
-      clearTimeout(timer)
-      resolve({ code, signal, stdout, stderr })
-    })
-  })
-}
+/** Runs the prelude and `code` in a child process with a fresh folder of its own. */
+const runCase = (code: string) => runChild(PRELUDE + code, { ST_DIR: tmpDir() })
 
 describe('the addon in worker threads', () => {
   test('given a worker that used the addon and exited when two and then three more load it at once then each works and the process ends cleanly', async () => {
-    const r = await runChild(`
+    const r = await runCase(`
 (async () => {
   const out = []
   out.push(await runWorker(path.join(dir, 'a.db'), 20))
@@ -74,7 +60,7 @@ describe('the addon in worker threads', () => {
   })
 
   test('given workers that used the addon and exited when the main thread loads it then its store works and sees their writes', async () => {
-    const r = await runChild(`
+    const r = await runCase(`
 (async () => {
   const db = path.join(dir, 'shared.db')
   await runWorker(db, 5)
@@ -91,7 +77,7 @@ describe('the addon in worker threads', () => {
   })
 
   test('given a worker terminated with its store still open when another worker opens the same file then nothing is lost and the process ends cleanly', async () => {
-    const r = await runChild(`
+    const r = await runCase(`
 (async () => {
   const db = path.join(dir, 'left-open.db')
   const first = await runWorker(db, 50, { leaveOpen: true, terminate: true })
