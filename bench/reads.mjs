@@ -11,90 +11,23 @@
 // (default: a temp folder, removed at the end) so that two builds can be compared on the same
 // files, one process each (two builds of the addon cannot be loaded in one process).
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
-import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import { SqliteStore } from './lib/sqlite-baseline.mjs'
-import { makeEntry, makeTranscriptMessage } from './lib/data.mjs'
+import { makeTranscriptMessage } from './lib/data.mjs'
+import { compare as compareSides, dataFolder, loadAddon, option as opt, seedOurs as seed, seedSqlite } from './lib/ab.mjs'
 
-const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url))
-const argv = process.argv.slice(2)
-const opt = (name, def) => {
-  const i = argv.indexOf(name)
-  return i >= 0 && argv[i + 1] ? argv[i + 1] : def
-}
 const SIZES = opt('--sizes', '1000,10000,50000').split(',').map(Number)
 const ROUNDS = Number(opt('--rounds', 6))
 const PER = Number(opt('--per', 100))
 const MESSAGES = Number(opt('--messages', 100_000))
-const KEEP = argv.includes('--data')
-const DATA = path.resolve(opt('--data', fs.mkdtempSync(path.join(os.tmpdir(), 'st-reads-'))))
-const ADDON = process.env.ADDON ? path.resolve(process.env.ADDON) : path.resolve(BENCH_DIR, '../index.js')
-const { SessionTools } = createRequire(import.meta.url)(ADDON)
+const data = dataFolder('st-reads-')
+const DATA = data.dir
+const { SessionTools } = loadAddon()
 const CTX = { agentSessionKey: 'agent:main:main' }
 
-const tick = () => new Promise((r) => setImmediate(r))
-const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]
-
-async function seedOurs(file, size) {
-  const fresh = !fs.existsSync(file)
-  const st = await SessionTools.open({ path: file })
-  for (let i = 0; fresh && i < size; i += 500) {
-    const batch = []
-    for (let j = i; j < Math.min(size, i + 500); j++) {
-      const { key, entry } = makeEntry(j)
-      const { updatedAt, sessionId, ...patch } = entry
-      batch.push(st.upsertSession(key, { sessionId, ...patch }))
-    }
-    await Promise.all(batch)
-  }
-  return st
-}
-
-function seedSqlite(file, size) {
-  fs.mkdirSync(path.dirname(file), { recursive: true })
-  const fresh = !fs.existsSync(file)
-  const sq = new SqliteStore(file)
-  const items = []
-  for (let j = 0; fresh && j < size; j++) {
-    const { key, entry } = makeEntry(j)
-    const { updatedAt, ...patch } = entry
-    items.push({ key, patch })
-  }
-  for (let i = 0; i < items.length; i += 500) sq.seed(items.slice(i, i + 500))
-  return sq
-}
-
-/** Each side `PER` calls a round, `ROUNDS` rounds, the order reversed every other round. */
-async function compare(label, sides) {
-  for (const s of sides) for (let i = 0; i < 50; i++) await s.fn()
-  const all = Object.fromEntries(sides.map((s) => [s.name, { times: [], cpu: [] }]))
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const s of r % 2 ? [...sides].reverse() : sides) {
-      globalThis.gc?.()
-      const c0 = process.cpuUsage()
-      for (let i = 0; i < PER; i++) {
-        await tick()
-        s.pre?.()
-        const t = performance.now()
-        await s.fn()
-        all[s.name].times.push(performance.now() - t)
-      }
-      const c = process.cpuUsage(c0)
-      all[s.name].cpu.push((c.user + c.system) / PER)
-    }
-  }
-  const ref = median(all.sqlite.times)
-  const cells = sides.map((s) => {
-    const m = median(all[s.name].times)
-    const ratio = s.name === 'sqlite' ? '' : ` (sqlite/this ${(ref / m).toFixed(2)})`
-    return `${s.name} ${(m * 1000).toFixed(0)} µs, cpu ${median(all[s.name].cpu).toFixed(0)} µs${ratio}`
-  })
-  console.log(`${label}: ${cells.join(' | ')}`)
-}
+const seedOurs = (file, size) => seed(SessionTools, file, size)
+const compare = (label, sides) => compareSides(label, sides, { rounds: ROUNDS, per: PER })
 
 for (const size of SIZES) {
   const st = await seedOurs(path.join(DATA, `ours-${size}`, 'sessions.db'), size)
@@ -139,4 +72,4 @@ for (const size of SIZES) {
   await st.close()
   sq.close()
 }
-if (!KEEP) fs.rmSync(DATA, { recursive: true, force: true })
+data.done()

@@ -9,93 +9,23 @@
 // Env: ADDON / NAPI_RS_NATIVE_LIBRARY_PATH as for run.mjs. Seeded stores are kept in --data
 // (default: a temp folder, removed at the end) so that two builds can be compared on the same
 // files, one process each.
-import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
-import { SqliteStore } from './lib/sqlite-baseline.mjs'
-import { makeEntry, keyTable, rng } from './lib/data.mjs'
+import { keyTable, rng } from './lib/data.mjs'
+import { compare as compareSides, dataFolder, loadAddon, option as opt, seedOurs as seed, seedSqlite } from './lib/ab.mjs'
 
-const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url))
-const argv = process.argv.slice(2)
-const opt = (name, def) => {
-  const i = argv.indexOf(name)
-  return i >= 0 && argv[i + 1] ? argv[i + 1] : def
-}
 const SIZES = opt('--sizes', '10000,50000').split(',').map(Number)
 const ROUNDS = Number(opt('--rounds', 6))
 const PER = Number(opt('--per', 200))
 const LOOP = Number(opt('--loop', 0))
-const KEEP = argv.includes('--data')
-const DATA = path.resolve(opt('--data', fs.mkdtempSync(path.join(os.tmpdir(), 'st-writers-'))))
-const ADDON = process.env.ADDON ? path.resolve(process.env.ADDON) : path.resolve(BENCH_DIR, '../index.js')
-const { SessionTools } = createRequire(import.meta.url)(ADDON)
+const data = dataFolder('st-writers-')
+const DATA = data.dir
+const { SessionTools } = loadAddon()
 const WRITERS = 8
 
-const tick = () => new Promise((r) => setImmediate(r))
-const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]
-
-async function seedOurs(file, size) {
-  const fresh = !fs.existsSync(file)
-  const st = await SessionTools.open({ path: file })
-  for (let i = 0; fresh && i < size; i += 500) {
-    const batch = []
-    for (let j = i; j < Math.min(size, i + 500); j++) {
-      const { key, entry } = makeEntry(j)
-      const { updatedAt, sessionId, ...patch } = entry
-      batch.push(st.upsertSession(key, { sessionId, ...patch }))
-    }
-    await Promise.all(batch)
-  }
-  return st
-}
-
-function seedSqlite(file, size) {
-  fs.mkdirSync(path.dirname(file), { recursive: true })
-  const fresh = !fs.existsSync(file)
-  const sq = new SqliteStore(file)
-  const items = []
-  for (let j = 0; fresh && j < size; j++) {
-    const { key, entry } = makeEntry(j)
-    const { updatedAt, ...patch } = entry
-    items.push({ key, patch })
-  }
-  for (let i = 0; i < items.length; i += 500) sq.seed(items.slice(i, i + 500))
-  return sq
-}
-
-/** Each side `PER` calls a round, `ROUNDS` rounds, the order reversed every other round. */
-async function compare(label, sides) {
-  for (const s of sides) for (let i = 0; i < 50; i++) await s.fn(i)
-  const all = Object.fromEntries(sides.map((s) => [s.name, { times: [], cpu: [] }]))
-  let n = 0
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const s of r % 2 ? [...sides].reverse() : sides) {
-      globalThis.gc?.()
-      const c0 = process.cpuUsage()
-      for (let i = 0; i < PER; i++) {
-        await tick()
-        const t = performance.now()
-        await s.fn(n++)
-        all[s.name].times.push(performance.now() - t)
-      }
-      const c = process.cpuUsage(c0)
-      all[s.name].cpu.push((c.user + c.system) / PER)
-    }
-  }
-  const ref = median(all.sqlite.times)
-  const out = {}
-  const cells = sides.map((s) => {
-    const m = median(all[s.name].times)
-    out[s.name] = m
-    const ratio = s.name === 'sqlite' ? '' : ` (sqlite/this ${(ref / m).toFixed(2)})`
-    return `${s.name} ${(m * 1000).toFixed(0)} µs, cpu ${median(all[s.name].cpu).toFixed(0)} µs${ratio}`
-  })
-  console.log(`${label}: ${cells.join(' | ')}`)
-  return out
-}
+const seedOurs = (file, size) => seed(SessionTools, file, size)
+const compare = (label, sides) => compareSides(label, sides, { rounds: ROUNDS, per: PER })
 
 console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 for (const size of SIZES) {
@@ -128,4 +58,4 @@ for (const size of SIZES) {
   sq.close()
 }
 console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
-if (!KEEP) fs.rmSync(DATA, { recursive: true, force: true })
+data.done()
