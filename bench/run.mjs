@@ -337,7 +337,7 @@ try {
   if (QUICK) notes.push('Quick mode: sizes 1,000 and 10,000 (PostgreSQL: 1,000), 20,000-message transcript, few iterations, no memory workload.')
 
   // The OpenClaw child runs first, alone: nothing of ours competes with it for the CPU.
-  const openclaw = runOpenclaw(findOpenclaw(argv, process.env), { work: path.join(WORK, 'openclaw'), sizes: SIZES, historyMessages: HISTORY_MESSAGES, run: RUN, log })
+  const openclaw = runOpenclaw(findOpenclaw(argv, process.env), { work: path.join(WORK, 'openclaw'), sizes: SIZES, historyMessages: HISTORY_MESSAGES, run: RUN, log, addon: ADDON })
   if (openclaw.skipped) log(`openclaw baseline skipped: ${openclaw.skipped}`)
   const loadStart = os.loadavg()
   const idleLoop = await idleEventLoop()
@@ -354,7 +354,7 @@ try {
   const openclawVs = openclawRows(openclaw, ours)
   notes.push(openclaw.skipped
     ? `OpenClaw baseline skipped: ${openclaw.skipped}.`
-    : `OpenClaw baseline: the real openclaw@${openclaw.version} store from ${openclaw.dir}, under Node ${openclaw.node} in a child process (ours runs under ${process.version} in this one), on the same generated data, sizes up to ${OPENCLAW_MAX_SIZE.toLocaleString('en-US')} (it is seeded one upsertSessionEntry at a time). Its upsert replaces the entry (the caller merges); its patch is its own read-merge-write. Its public list call reads every entry; the raw indexed query is a floor no gateway call reaches. Its newest-tail history reader caches the last page per transcript revision, so its repeated reads are cache hits.`)
+    : `OpenClaw baseline: the real openclaw@${openclaw.version} store from ${openclaw.dir}, under Node ${openclaw.node} in a child process, where session-tools is timed too, under the same Node, each workload right after its own (the figures in that table; the main run's, under ${process.version}, are given beside them), on the same generated data, sizes up to ${OPENCLAW_MAX_SIZE.toLocaleString('en-US')} (it is seeded one upsertSessionEntry at a time). Its upsert replaces the entry (the caller merges); its patch is its own read-merge-write. Its public list call reads every entry; the raw indexed query is a floor no gateway call reaches. Its newest-tail history reader caches the last page per transcript revision, so its repeated reads are cache hits.`)
 
   const meta = {
     date: new Date().toISOString(),

@@ -1,9 +1,12 @@
 // Child process of the third baseline: the session store of the real OpenClaw 2026.9.6 package
 // (SQLite through node:sqlite), driven through its own exports under the Node it ships for
 // (Node 24), on the same synthetic data as the other sides. Run by ../run.mjs, never imported.
-//   <node 24> openclaw-child.mjs '<json: { dir, work, sizes, historyMessages, run }>'
+//   <node 24> openclaw-child.mjs '<json: { dir, work, sizes, historyMessages, run, addon? }>'
 // `dir` is a folder whose node_modules holds openclaw@2026.9.6. Prints one line
 // `@@RESULT@@{...}` on stdout. Nothing of the package is copied here: it is loaded from `dir`.
+// With `addon` (the path of session-tools' index.js), session-tools is timed here too, in this
+// process, under this Node (the one a drop-in inside the 2026.9 gateway runs on), on the same
+// data: each of its workloads right after OpenClaw's (`ours` in each result).
 //
 // What is timed, per size (sessions seeded one upsertSessionEntry at a time, as a plugin would):
 //   upsert      upsertSessionEntry: replace one existing entry (the caller merges)
@@ -18,12 +21,15 @@
 //                   transcript revision, so repeated reads of one transcript are cache hits)
 //   history_page    its page reader (offset 0, 20 messages), uncached
 //   append1         appendSessionTranscriptMessageByIdentity, one message (timed last)
+// session-tools (with `addon`): upsertSession(key, patch), sessionsList({ limit: 50 }),
+// sessionsHistory({ sessionKey, limit: 20 }) and appendMessages(key, [message]), as ../run.mjs.
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
-import { makeEntry, makeTranscriptMessage, rng } from './data.mjs'
+import { keyTable, makeEntry, makeTranscriptMessage, rng } from './data.mjs'
 import { measure } from './measure.mjs'
+import { openOurs } from './same-node.mjs'
 
 const opts = JSON.parse(process.argv[2])
 const RUN = opts.run
@@ -55,6 +61,7 @@ function internalReaders() {
   return { file: path.join(dist, file), recent: alias('readRecentSessionTranscriptHistoryEvents'), page: alias('readSessionTranscriptHistoryEventPage') }
 }
 
+const ours = opts.addon ? await openOurs(opts.addon, path.join(opts.work, 'ours-same-node')) : null
 const patchFor = (i) => ({ lastChannel: 'telegram', lastTo: `+1555${1000 + (i & 1023)}`, inputTokens: 100 + i, outputTokens: 50 })
 const out = { version, node: process.version, results: [] }
 const yieldLoop = () => new Promise((r) => setImmediate(r))
@@ -68,14 +75,20 @@ for (const size of opts.sizes) {
     if (j % 200 === 199) await yieldLoop()
   }
   const seedMs = performance.now() - s0
+  await ours?.seed(seeded, size)
   seeded = size
   const pick = rng(size)
   const randomItem = () => makeEntry(Math.floor(pick() * size))
+  const keys = keyTable(size)
+  const oursPick = rng(size)
+  const oursKey = () => keys[Math.floor(oursPick() * size)]
+  const mine = {}
 
   const upsert = await measure(RUN, async (i) => {
     const { key, entry } = randomItem()
     await store.upsertSessionEntry({ agentId: AGENT, sessionKey: key, entry: { ...entry, ...patchFor(i), updatedAt: Date.now() } })
   })
+  if (ours) mine.upsert = await measure(RUN, (i) => ours.st.upsertSession(oursKey(), patchFor(i)))
   const patch = await measure(RUN, async (i) => {
     const { key } = randomItem()
     await store.patchSessionEntry({ agentId: AGENT, sessionKey: key, update: () => ({ ...patchFor(i), updatedAt: Date.now() }) })
@@ -99,7 +112,11 @@ for (const size of opts.sizes) {
     listSql.rows = rows
     ro.close()
   }
-  out.results.push({ size, seedMs: Math.round(seedMs), upsert, patch, list_sdk: listSdk, list_sql: listSql })
+  if (ours) {
+    mine.list = await measure(RUN, async () => { rows = (await ours.st.sessionsList({ limit: 50 }, ours.ctx)).count })
+    mine.list.rows = rows
+  }
+  out.results.push({ size, seedMs: Math.round(seedMs), upsert, patch, list_sdk: listSdk, list_sql: listSql, ...(ours ? { ours: mine } : {}) })
   process.stderr.write(`openclaw ${size}: upsert ${upsert.medianMs} ms, patch ${patch.medianMs}, list_sdk ${listSdk.medianMs}, list_sql ${listSql?.medianMs}\n`)
 }
 
@@ -115,6 +132,7 @@ for (let i = 0; i < opts.historyMessages; i += 1000) {
   await yieldLoop()
 }
 out.history = { messages: opts.historyMessages, seedMs: Math.round(performance.now() - t0) }
+await ours?.seedHistory(opts.historyMessages)
 const readers = internalReaders()
 if (readers?.recent && readers?.page && storePath) {
   const mod = await import(pathToFileURL(readers.file).href)
@@ -126,6 +144,10 @@ if (readers?.recent && readers?.page && storePath) {
   out.history.recent.messages = got
   out.history.page = await measure(RUN, () => { got = mod[readers.page](scope, { offset: 0, maxMessages: 20 }).events.length })
   out.history.page.messages = got
+  if (ours) {
+    out.history.ours = await measure(RUN, async () => { got = (await ours.st.sessionsHistory({ sessionKey: 'main', limit: 20 }, ours.ctx)).messages.length })
+    out.history.ours.messages = got
+  }
 } else {
   out.history.note = 'its internal history readers were not found in this build of the package'
 }
@@ -133,6 +155,12 @@ let m = opts.historyMessages
 out.append1 = await measure(RUN, async () => {
   await transcripts.appendSessionTranscriptMessageByIdentity({ agentId: AGENT, sessionKey: LONG_KEY, sessionId: LONG_ID, cwd: '/workspace', message: makeTranscriptMessage(m++) })
 })
+if (ours) {
+  let n = opts.historyMessages
+  out.append1Ours = await measure(RUN, () => ours.st.appendMessages(LONG_KEY, [makeTranscriptMessage(n++)]))
+  await ours.st.close()
+  out.oursNode = process.version
+}
 out.walBytes = walBytes(stateDir)
 process.stdout.write(`\n@@RESULT@@${JSON.stringify(out)}\n`)
 setTimeout(() => process.exit(0), 100) // its SQLite worker threads keep the process alive

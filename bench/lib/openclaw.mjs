@@ -25,10 +25,11 @@ export function findOpenclaw(argv, env) {
 }
 
 /** Runs the child; its results, or `{ skipped }` with the reason it failed. */
-export function runOpenclaw(found, { work, sizes, historyMessages, run, log }) {
+/** With `addon` (our index.js), the child times session-tools too, under its Node. */
+export function runOpenclaw(found, { work, sizes, historyMessages, run, log, addon }) {
   if (found.skipped) return found
   const use = sizes.filter((s) => s <= OPENCLAW_MAX_SIZE)
-  const args = JSON.stringify({ dir: found.dir, work, sizes: use, historyMessages, run })
+  const args = JSON.stringify({ dir: found.dir, work, sizes: use, historyMessages, run, addon })
   log(`openclaw baseline: ${found.dir} under ${found.node}, sizes ${use.join(', ')}`)
   const r = spawnSync(found.node, ['--expose-gc', path.join(HERE, 'openclaw-child.mjs'), args], {
     encoding: 'utf8', maxBuffer: 64 << 20, timeout: 30 * 60_000, env: { ...process.env, NO_COLOR: '1' },
@@ -42,33 +43,41 @@ const fmt = (x) => (x == null ? '-' : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFi
 const ratio = (a, b) => (a && b ? Math.round((a / b) * 100) / 100 : null)
 
 /**
- * Rows comparing OpenClaw with ours: `{ workload, size, openclawOp, openclaw, ours, ratio }`
- * (ratio = its median / ours). `ours(workload, size)` finds our result of the main run.
+ * Rows comparing OpenClaw with ours: `{ workload, size, openclawOp, openclaw, ours, oursMain,
+ * sameNode, ratio }` (ratio = its median / ours). `ours` is our figure timed in its process,
+ * under its Node, when the child timed one (`sameNode`); else the main run's. `oursMain(workload,
+ * size)` finds our result of the main run (kept beside it).
  */
-export function openclawRows(oc, ours) {
+export function openclawRows(oc, oursMain) {
   if (!oc || oc.skipped) return []
   const rows = []
-  const add = (workload, size, op, m, mine) => m && mine && rows.push({ workload, size, openclawOp: op, openclaw: m, ours: mine, ratio: ratio(m.medianMs, mine.medianMs) })
+  const add = (workload, size, op, m, same, main) => {
+    const mine = same ?? main
+    if (m && mine) rows.push({ workload, size, openclawOp: op, openclaw: m, ours: mine, oursMain: main ?? null, sameNode: !!same, ratio: ratio(m.medianMs, mine.medianMs) })
+  }
   for (const r of oc.results) {
-    add('upsert', r.size, 'upsertSessionEntry (replace)', r.upsert, ours('upsert', r.size))
-    add('upsert', r.size, 'patchSessionEntry (merge)', r.patch, ours('upsert', r.size))
-    add('list_limit50', r.size, 'listSessionEntries + sort, 50 newest', r.list_sdk, ours('list_limit50', r.size))
-    add('list_limit50', r.size, 'raw indexed SELECT ... LIMIT 50 + JSON.parse', r.list_sql, ours('list_limit50', r.size))
+    add('upsert', r.size, 'upsertSessionEntry (replace)', r.upsert, r.ours?.upsert, oursMain('upsert', r.size))
+    add('upsert', r.size, 'patchSessionEntry (merge)', r.patch, r.ours?.upsert, oursMain('upsert', r.size))
+    add('list_limit50', r.size, 'listSessionEntries + sort, 50 newest', r.list_sdk, r.ours?.list, oursMain('list_limit50', r.size))
+    add('list_limit50', r.size, 'raw indexed SELECT ... LIMIT 50 + JSON.parse', r.list_sql, r.ours?.list, oursMain('list_limit50', r.size))
   }
   const h = oc.history
-  add('history_limit20', h.messages, 'newest-tail reader (cached per revision)', h.recent, ours('history_limit20'))
-  add('history_limit20', h.messages, 'page reader (uncached)', h.page, ours('history_limit20'))
-  add('append1', h.messages, 'appendSessionTranscriptMessageByIdentity', oc.append1, ours('append1'))
+  add('history_limit20', h.messages, 'newest-tail reader (cached per revision)', h.recent, h.ours, oursMain('history_limit20'))
+  add('history_limit20', h.messages, 'page reader (uncached)', h.page, h.ours, oursMain('history_limit20'))
+  add('append1', h.messages, 'appendSessionTranscriptMessageByIdentity', oc.append1, oc.append1Ours, oursMain('append1'))
   return rows
 }
 
 export function openclawTable(oc, rows) {
   if (!oc || oc.skipped) return `OpenClaw baseline skipped: ${oc?.skipped ?? 'not run'}`
-  const head = ['workload', 'size', 'openclaw operation', 'openclaw med', 'p95', 'EL max', 'ours med', 'p95', 'EL max', 'openclaw/ours']
+  const head = ['workload', 'size', 'openclaw operation', 'openclaw med', 'p95', 'EL max', 'ours med', 'p95', 'EL max', 'openclaw/ours', 'ours main run']
   const body = rows.map((r) => [r.workload, String(r.size), r.openclawOp, fmt(r.openclaw.medianMs), fmt(r.openclaw.p95Ms), fmt(r.openclaw.eventLoop?.maxMs),
-    fmt(r.ours.medianMs), fmt(r.ours.p95Ms), fmt(r.ours.eventLoop?.maxMs), r.ratio == null ? '-' : `${fmt(r.ratio)}x`])
+    fmt(r.ours.medianMs), fmt(r.ours.p95Ms), fmt(r.ours.eventLoop?.maxMs), r.ratio == null ? '-' : `${fmt(r.ratio)}x`, fmt(r.oursMain?.medianMs)])
   const w = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)))
   const line = (r) => r.map((c, i) => (i < 3 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ')
-  return [`openclaw@${oc.version} under Node ${oc.node} (its store's WAL at the end: ${(oc.walBytes / 2 ** 20).toFixed(1)} MiB)`, '',
+  const where = rows.some((r) => r.sameNode)
+    ? `ours timed in the same process, under the same Node, right after it; "ours main run" is the main run's figure under Node ${process.version}`
+    : `ours from the main run, under Node ${process.version}`
+  return [`openclaw@${oc.version} under Node ${oc.node}; ${where} (its store's WAL at the end: ${(oc.walBytes / 2 ** 20).toFixed(1)} MiB)`, '',
     line(head), w.map((n) => '-'.repeat(n)).join('  '), ...body.map(line)].join('\n')
 }
