@@ -43,6 +43,52 @@ export async function measure(run, fn) {
     if (i + 1 >= run.minIters && performance.now() - start > run.capMs) break
   }
   h.disable()
+  return summary({ times, errors, warmupErrors, firstError, h })
+}
+
+/**
+ * As [`measure`] for several functions side by side: after their warm-up calls, `rounds` rounds,
+ * each making a share of `run.iters` calls of every function in turn (the order reversed every
+ * other round), so that a slow phase of a shared machine falls on every side alike. Each
+ * function's event-loop delay is sampled only while its own calls run. Answers one result per
+ * function, in order.
+ */
+export async function measureAlternating(run, fns, rounds = 6) {
+  const sides = fns.map((fn) => ({ fn, errors: 0, firstError: null, times: [], h: monitorEventLoopDelay({ resolution: 1 }) }))
+  const attempt = async (side, i) => {
+    try {
+      await side.fn(i)
+    } catch (err) {
+      side.errors++
+      side.firstError ??= String(err?.message ?? err).slice(0, 200)
+    }
+  }
+  for (const side of sides) {
+    for (let i = 0; i < run.warmup; i++) await attempt(side, -1 - i)
+    side.warmupErrors = side.errors
+  }
+  globalThis.gc?.()
+  const per = Math.max(1, Math.ceil(run.iters / rounds))
+  const start = performance.now()
+  let done = 0
+  for (let r = 0; r < rounds && done < run.iters; r++) {
+    for (const side of r % 2 ? [...sides].reverse() : sides) {
+      side.h.enable()
+      for (let i = done; i < Math.min(run.iters, done + per); i++) {
+        await new Promise((res) => setImmediate(res))
+        const s = performance.now()
+        await attempt(side, i)
+        side.times.push(performance.now() - s)
+      }
+      side.h.disable()
+    }
+    done += per
+    if (done >= run.minIters && performance.now() - start > run.capMs * sides.length) break
+  }
+  return sides.map((side) => summary(side))
+}
+
+function summary({ times, errors, warmupErrors, firstError, h }) {
   const sorted = [...times].sort((a, b) => a - b)
   return {
     n: times.length,
@@ -55,3 +101,4 @@ export async function measure(run, fn) {
     eventLoop: h.count ? { maxMs: round(h.max / 1e6), p99Ms: round(h.percentile(99) / 1e6), samples: h.count } : { maxMs: null, p99Ms: null, samples: 0 },
   }
 }
+

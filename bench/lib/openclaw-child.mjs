@@ -6,7 +6,7 @@
 // `@@RESULT@@{...}` on stdout. Nothing of the package is copied here: it is loaded from `dir`.
 // With `addon` (the path of session-tools' index.js), session-tools is timed here too, in this
 // process, under this Node (the one a drop-in inside the 2026.9 gateway runs on), on the same
-// data: each of its workloads right after OpenClaw's (`ours` in each result).
+// data: each of its workloads in alternating rounds with OpenClaw's (`ours` in each result).
 //
 // What is timed, per size (sessions seeded one upsertSessionEntry at a time, as a plugin would):
 //   upsert      upsertSessionEntry: replace one existing entry (the caller merges)
@@ -28,7 +28,7 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { keyTable, makeEntry, makeTranscriptMessage, rng } from './data.mjs'
-import { measure } from './measure.mjs'
+import { measure, measureAlternating } from './measure.mjs'
 import { openOurs } from './same-node.mjs'
 
 const opts = JSON.parse(process.argv[2])
@@ -65,6 +65,8 @@ const ours = opts.addon ? await openOurs(opts.addon, path.join(opts.work, 'ours-
 const patchFor = (i) => ({ lastChannel: 'telegram', lastTo: `+1555${1000 + (i & 1023)}`, inputTokens: 100 + i, outputTokens: 50 })
 const out = { version, node: process.version, results: [] }
 const yieldLoop = () => new Promise((r) => setImmediate(r))
+/** Its call timed alone, or, with ours, the two in alternating rounds: `[its, ours | null]`. */
+const pair = async (its, mine) => (ours ? measureAlternating(RUN, [its, mine]) : [await measure(RUN, its), null])
 
 let seeded = 0
 for (const size of opts.sizes) {
@@ -84,11 +86,11 @@ for (const size of opts.sizes) {
   const oursKey = () => keys[Math.floor(oursPick() * size)]
   const mine = {}
 
-  const upsert = await measure(RUN, async (i) => {
+  const [upsert, upsertOurs] = await pair(async (i) => {
     const { key, entry } = randomItem()
     await store.upsertSessionEntry({ agentId: AGENT, sessionKey: key, entry: { ...entry, ...patchFor(i), updatedAt: Date.now() } })
-  })
-  if (ours) mine.upsert = await measure(RUN, (i) => ours.st.upsertSession(oursKey(), patchFor(i)))
+  }, (i) => ours.st.upsertSession(oursKey(), patchFor(i)))
+  if (ours) mine.upsert = upsertOurs
   const patch = await measure(RUN, async (i) => {
     const { key } = randomItem()
     await store.patchSessionEntry({ agentId: AGENT, sessionKey: key, update: () => ({ ...patchFor(i), updatedAt: Date.now() }) })
@@ -106,15 +108,14 @@ for (const size of opts.sizes) {
     const { DatabaseSync } = await import('node:sqlite')
     const ro = new DatabaseSync(dbFile, { readOnly: true })
     const q = ro.prepare('SELECT session_key, entry_json FROM session_nodes ORDER BY updated_at DESC, session_key LIMIT 50')
-    listSql = await measure(RUN, () => {
+    let oursRows = 0
+    const [theirs, list] = await pair(() => {
       rows = q.all().map((r) => ({ key: r.session_key, entry: JSON.parse(r.entry_json) })).length
-    })
+    }, async () => { oursRows = (await ours.st.sessionsList({ limit: 50 }, ours.ctx)).count })
+    listSql = theirs
     listSql.rows = rows
+    if (ours) mine.list = { ...list, rows: oursRows }
     ro.close()
-  }
-  if (ours) {
-    mine.list = await measure(RUN, async () => { rows = (await ours.st.sessionsList({ limit: 50 }, ours.ctx)).count })
-    mine.list.rows = rows
   }
   out.results.push({ size, seedMs: Math.round(seedMs), upsert, patch, list_sdk: listSdk, list_sql: listSql, ...(ours ? { ours: mine } : {}) })
   process.stderr.write(`openclaw ${size}: upsert ${upsert.medianMs} ms, patch ${patch.medianMs}, list_sdk ${listSdk.medianMs}, list_sql ${listSql?.medianMs}\n`)
@@ -142,22 +143,22 @@ if (readers?.recent && readers?.page && storePath) {
     got = mod[readers.recent](scope, { maxMessages: 20, maxLines: 420, maxBytes: 8 * 1024 * 1024 }).events.length
   })
   out.history.recent.messages = got
-  out.history.page = await measure(RUN, () => { got = mod[readers.page](scope, { offset: 0, maxMessages: 20 }).events.length })
-  out.history.page.messages = got
-  if (ours) {
-    out.history.ours = await measure(RUN, async () => { got = (await ours.st.sessionsHistory({ sessionKey: 'main', limit: 20 }, ours.ctx)).messages.length })
-    out.history.ours.messages = got
-  }
+  let oursGot = 0
+  const [page, history] = await pair(() => { got = mod[readers.page](scope, { offset: 0, maxMessages: 20 }).events.length },
+    async () => { oursGot = (await ours.st.sessionsHistory({ sessionKey: 'main', limit: 20 }, ours.ctx)).messages.length })
+  out.history.page = { ...page, messages: got }
+  if (ours) out.history.ours = { ...history, messages: oursGot }
 } else {
   out.history.note = 'its internal history readers were not found in this build of the package'
 }
 let m = opts.historyMessages
-out.append1 = await measure(RUN, async () => {
+let n = opts.historyMessages
+const [append1, append1Ours] = await pair(async () => {
   await transcripts.appendSessionTranscriptMessageByIdentity({ agentId: AGENT, sessionKey: LONG_KEY, sessionId: LONG_ID, cwd: '/workspace', message: makeTranscriptMessage(m++) })
-})
+}, () => ours.st.appendMessages(LONG_KEY, [makeTranscriptMessage(n++)]))
+out.append1 = append1
 if (ours) {
-  let n = opts.historyMessages
-  out.append1Ours = await measure(RUN, () => ours.st.appendMessages(LONG_KEY, [makeTranscriptMessage(n++)]))
+  out.append1Ours = append1Ours
   await ours.st.close()
   out.oursNode = process.version
 }
