@@ -354,7 +354,7 @@ try {
   const openclawVs = openclawRows(openclaw, ours)
   notes.push(openclaw.skipped
     ? `OpenClaw baseline skipped: ${openclaw.skipped}.`
-    : `OpenClaw baseline: the real openclaw@${openclaw.version} store from ${openclaw.dir}, under Node ${openclaw.node} in a child process, where session-tools is timed too, under the same Node, each workload right after its own (the figures in that table; the main run's, under ${process.version}, are given beside them), on the same generated data, sizes up to ${OPENCLAW_MAX_SIZE.toLocaleString('en-US')} (it is seeded one upsertSessionEntry at a time). Its upsert replaces the entry (the caller merges); its patch is its own read-merge-write. Its public list call reads every entry; the raw indexed query is a floor no gateway call reaches. Its newest-tail history reader caches the last page per transcript revision, so its repeated reads are cache hits.`)
+    : `OpenClaw baseline: the real openclaw@${openclaw.version} store from ${openclaw.dir}, under Node ${openclaw.node} in a child process, where session-tools is timed too, under the same Node, each workload in alternating rounds with its own (the figures in that table; the main run's, under ${process.version}, are given beside them), on the same generated data, sizes up to ${OPENCLAW_MAX_SIZE.toLocaleString('en-US')} (it is seeded one upsertSessionEntry at a time). Its upsert replaces the entry (the caller merges); its patch is its own read-merge-write. Its public list call reads every entry; the raw indexed query is a floor no gateway call reaches. Its newest-tail history reader caches the last page per transcript revision, so its repeated reads are cache hits.`)
 
   const meta = {
     date: new Date().toISOString(),

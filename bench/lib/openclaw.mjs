@@ -76,7 +76,7 @@ export function openclawTable(oc, rows) {
   const w = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)))
   const line = (r) => r.map((c, i) => (i < 3 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ')
   const where = rows.some((r) => r.sameNode)
-    ? `ours timed in the same process, under the same Node, right after it; "ours main run" is the main run's figure under Node ${process.version}`
+    ? `ours timed in the same process, under the same Node, in alternating rounds with it; "ours main run" is the main run's figure under Node ${process.version}`
     : `ours from the main run, under Node ${process.version}`
   return [`openclaw@${oc.version} under Node ${oc.node}; ${where} (its store's WAL at the end: ${(oc.walBytes / 2 ** 20).toFixed(1)} MiB)`, '',
     line(head), w.map((n) => '-'.repeat(n)).join('  '), ...body.map(line)].join('\n')
