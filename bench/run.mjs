@@ -19,6 +19,7 @@ import { FileStore } from './lib/baseline.mjs'
 import { SqliteStore, SQLITE_VERSION } from './lib/sqlite-baseline.mjs'
 import { keyTable, makeEntry, makeTranscriptMessage, transcriptLine, rng } from './lib/data.mjs'
 import { renderChart } from './lib/chart.mjs'
+import { seedSessions, seedTranscript } from './lib/seed.mjs'
 import { orchestrationTable, orchestrationWorkloads } from './lib/orchestration.mjs'
 import { postgresTable, postgresWorkloads } from './lib/postgres.mjs'
 import { eventLoopRows, eventLoopTable, idleEventLoop } from './lib/eventloop.mjs'
@@ -58,18 +59,6 @@ const log = (...a) => console.error(`[${((performance.now() - t0) / 1000).toFixe
 const measure = (fn) => measureWith(RUN, fn)
 
 // ---------------------------------------------------------------- seeding
-async function seedOurs(st, from, to) {
-  for (let i = from; i < to; i += SEED_BATCH) {
-    const batch = []
-    for (let j = i; j < Math.min(to, i + SEED_BATCH); j++) {
-      const { key, entry } = makeEntry(j)
-      const { updatedAt, sessionId, ...patch } = entry // merge sets updatedAt = now anyway
-      batch.push(st.upsertSession(key, { sessionId, ...patch }))
-    }
-    await Promise.all(batch)
-  }
-}
-
 function seedSqlite(sq, from, to) {
   const items = []
   for (let j = from; j < to; j++) {
@@ -142,7 +131,7 @@ async function storeWorkloads() {
   for (const size of SIZES) {
     log(`seeding ${size} sessions`)
     let s = performance.now()
-    await seedOurs(st, seeded, size)
+    await seedSessions(st, seeded, size, SEED_BATCH)
     const seedOursMs = performance.now() - s
     s = performance.now()
     seedSqlite(sq, seeded, size)
@@ -211,13 +200,9 @@ async function historyWorkload() {
   // session-tools
   const st = await SessionTools.open({ path: path.join(WORK, 'hist-ours', 'sessions.db') })
   await st.upsertSession('agent:main:main', { lastChannel: 'whatsapp' })
-  const CHUNK = 10_000
-  for (let i = 0; i < n; i += CHUNK) {
-    const msgs = []
-    for (let j = i; j < Math.min(n, i + CHUNK); j++) msgs.push(makeTranscriptMessage(j))
-    await st.appendMessages('agent:main:main', msgs)
-  }
+  await seedTranscript(st, 'agent:main:main', n)
   // better-sqlite3 baseline: the same messages, 10,000 per transaction
+  const CHUNK = 10_000
   fs.mkdirSync(path.join(WORK, 'hist-sqlite'), { recursive: true })
   const sq = new SqliteStore(path.join(WORK, 'hist-sqlite', 'sessions.db'))
   sq.upsertSession('agent:main:main', { lastChannel: 'whatsapp' })

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { SqliteStore } from './sqlite-baseline.mjs'
 import { makeEntry } from './data.mjs'
+import { seedSessions } from './seed.mjs'
 
 const BENCH_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -39,15 +40,7 @@ export const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 
 export async function seedOurs(SessionTools, file, size) {
   const fresh = !fs.existsSync(file)
   const st = await SessionTools.open({ path: file })
-  for (let i = 0; fresh && i < size; i += 500) {
-    const batch = []
-    for (let j = i; j < Math.min(size, i + 500); j++) {
-      const { key, entry } = makeEntry(j)
-      const { updatedAt, sessionId, ...patch } = entry
-      batch.push(st.upsertSession(key, { sessionId, ...patch }))
-    }
-    await Promise.all(batch)
-  }
+  if (fresh) await seedSessions(st, 0, size)
   return st
 }
 

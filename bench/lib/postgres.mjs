@@ -11,7 +11,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import { MISSING, startCluster } from '../../scripts/lib/pg-cluster.mjs'
-import { keyTable, makeEntry, makeTranscriptMessage, rng } from './data.mjs'
+import { keyTable, makeTranscriptMessage, rng } from './data.mjs'
+import { seedSessions, seedTranscript } from './seed.mjs'
 import { round } from './measure.mjs'
 
 const CTX = { agentSessionKey: 'agent:main:main' }
@@ -28,18 +29,6 @@ function pgbenchSelect1(cluster, work, seconds) {
   const r = spawnSync('pgbench', ['-n', '-h', cluster.dir, '-p', port, '-U', 'postgres', '-f', script, '-T', String(seconds), 'postgres'], { encoding: 'utf8' })
   const m = /latency average = ([\d.]+) ms/.exec(r.stdout ?? '')
   return m ? { meanMs: Number(m[1]), tool: 'pgbench -f "SELECT 1" (libpq, one client)' } : { meanMs: null, error: (r.stderr || r.error?.message || 'pgbench failed').trim().slice(0, 200) }
-}
-
-async function seed(st, from, to) {
-  for (let i = from; i < to; i += SEED_BATCH) {
-    const batch = []
-    for (let j = i; j < Math.min(to, i + SEED_BATCH); j++) {
-      const { key, entry } = makeEntry(j)
-      const { updatedAt, sessionId, ...patch } = entry
-      batch.push(st.upsertSession(key, { sessionId, ...patch }))
-    }
-    await Promise.all(batch)
-  }
 }
 
 /**
@@ -73,7 +62,7 @@ export async function postgresWorkloads({ SessionTools, sizes, historyMessages, 
     let seeded = 0
     for (const size of sizes) {
       const s = performance.now()
-      await seed(st, seeded, size)
+      await seedSessions(st, seeded, size, SEED_BATCH)
       seedMs[size] = round(performance.now() - s)
       seeded = size
       const pick = rng(size)
@@ -96,11 +85,7 @@ export async function postgresWorkloads({ SessionTools, sizes, historyMessages, 
     const h = await SessionTools.open({ url: `${cluster.url}&schema=bench_history` })
     await h.upsertSession('agent:main:main', { lastChannel: 'whatsapp' })
     const s = performance.now()
-    for (let i = 0; i < historyMessages; i += 10_000) {
-      const msgs = []
-      for (let j = i; j < Math.min(historyMessages, i + 10_000); j++) msgs.push(makeTranscriptMessage(j))
-      await h.appendMessages('agent:main:main', msgs)
-    }
+    await seedTranscript(h, 'agent:main:main', historyMessages)
     seedMs.history = round(performance.now() - s)
     let next = historyMessages
     results.push({ workload: 'history_limit20', size: historyMessages, postgres: await measure(() => h.sessionsHistory({ sessionKey: 'main', limit: 20 }, CTX)) })

@@ -3,10 +3,8 @@
 // comparison with OpenClaw's store runs on one Node, in one process. Never run on its own.
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { makeEntry, makeTranscriptMessage } from './data.mjs'
+import { seedSessions, seedTranscript } from './seed.mjs'
 
-const SEED_BATCH = 500
-const HISTORY_CHUNK = 10_000
 const LONG_KEY = 'agent:main:main'
 
 /** Our store in `dir`, opened with the addon whose index.js is `addon`. */
@@ -17,25 +15,11 @@ export async function openOurs(addon, dir) {
     st,
     ctx: { agentSessionKey: LONG_KEY },
     /** Sessions `from` to `to` of the generated set, as run.mjs seeds them. */
-    async seed(from, to) {
-      for (let i = from; i < to; i += SEED_BATCH) {
-        const batch = []
-        for (let j = i; j < Math.min(to, i + SEED_BATCH); j++) {
-          const { key, entry } = makeEntry(j)
-          const { updatedAt, sessionId, ...patch } = entry // the merge sets updatedAt = now
-          batch.push(st.upsertSession(key, { sessionId, ...patch }))
-        }
-        await Promise.all(batch)
-      }
-    },
+    seed: (from, to) => seedSessions(st, from, to),
     /** The long transcript of run.mjs's history rows: `n` messages on the main session. */
     async seedHistory(n) {
       await st.upsertSession(LONG_KEY, { lastChannel: 'whatsapp' })
-      for (let i = 0; i < n; i += HISTORY_CHUNK) {
-        const msgs = []
-        for (let j = i; j < Math.min(n, i + HISTORY_CHUNK); j++) msgs.push(makeTranscriptMessage(j))
-        await st.appendMessages(LONG_KEY, msgs)
-      }
+      await seedTranscript(st, LONG_KEY, n)
     },
   }
 }

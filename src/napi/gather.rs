@@ -142,7 +142,7 @@ const GATHER_JS: &str = r#"(function () {
 /// Replaces the gathered methods on `SessionTools.prototype` (from the module's exports); when
 /// anything is missing the native methods stay, and the module loads all the same. Called by
 /// the module's load hook (`napi::on_load`).
-#[cfg_attr(test, allow(dead_code))] // the hook is registered outside tests only
+#[cfg_attr(test, allow(dead_code))] // its caller, the load hook, is registered outside tests only
 pub fn install(exports: &Object, env: &Env) -> napi::Result<()> {
     let installed = (|| -> napi::Result<()> {
         let class: Unknown = exports.get_named_property("SessionTools")?;
