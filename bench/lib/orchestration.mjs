@@ -6,18 +6,18 @@
 //                       tool checks, run record, transcript appends, the wait, reply extraction
 //   sends_1000          1,000 concurrent sessions_send with a model that answers in 5 ms: wall
 //                       time, how many ended ok, and that every transcript holds its exchange
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
+import { performance } from 'node:perf_hooks'
+import { loopMonitor, loopStats, pct, round } from './measure.mjs'
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-const round = (x) => (x == null || !Number.isFinite(x) ? null : Math.round(x * 1000) / 1000)
-const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
 
+/** Starts a loop monitor; the function it answers stops it and says what it saw (`loopStats`). */
 function elMonitor() {
-  const h = monitorEventLoopDelay({ resolution: 1 })
+  const h = loopMonitor()
   h.enable()
   return () => {
     h.disable()
-    return h.count ? { maxMs: round(h.max / 1e6), p99Ms: round(h.percentile(99) / 1e6) } : { maxMs: null, p99Ms: null }
+    return loopStats(h)
   }
 }
 
