@@ -6,14 +6,20 @@ import vm from 'node:vm'
 
 export const round = (x) => (x == null || !Number.isFinite(x) ? null : Math.round(x * 1000) / 1000)
 
+let gc = null
 /** A full garbage collection, run between the warm-up and the timed calls, so that a side's
  * timed calls (and its event-loop figures) do not pay for the garbage an earlier side left. The
- * harness need not be started with --expose-gc: the flag is set here, for this process. */
-const collect = (() => {
-  if (typeof globalThis.gc === 'function') return globalThis.gc
-  v8.setFlagsFromString('--expose-gc')
-  return vm.runInNewContext('gc')
-})()
+ * harness need not be started with --expose-gc: the first call sets the flag for this process. */
+function collect() {
+  if (!gc) {
+    if (typeof globalThis.gc === 'function') gc = globalThis.gc
+    else {
+      v8.setFlagsFromString('--expose-gc')
+      gc = vm.runInNewContext('gc')
+    }
+  }
+  gc()
+}
 
 /** The resolution (ms) of every event-loop monitor of the harness. */
 export const LOOP_RESOLUTION_MS = 1

@@ -1,0 +1,37 @@
+// The bench's event-loop figures (bench/lib/measure.mjs): a monitor records the interval between
+// two firings of its timer, period included; the bench reports how late the timer fired.
+import { describe, expect, it } from 'vitest'
+
+import { LOOP_RESOLUTION_MS, loopStats } from '../bench/lib/measure.mjs'
+
+/** A stand-in for an IntervalHistogram holding `ms` (nanoseconds inside, as Node's). */
+function histogram(ms: number[]) {
+  const sorted = [...ms].sort((a, b) => a - b)
+  return {
+    count: ms.length,
+    max: Math.max(...ms) * 1e6,
+    percentile: (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] * 1e6,
+  }
+}
+
+describe('loopStats', () => {
+  it('reports the delay as the recorded interval less the timer period, and keeps the interval', () => {
+    expect(LOOP_RESOLUTION_MS).toBe(1)
+    const intervals = [...Array(99).fill(1.1), 3.5]
+    const s = loopStats(histogram(intervals))
+    expect(s.samples).toBe(100)
+    expect(s.maxMs).toBeCloseTo(2.5, 6)
+    expect(s.p99Ms).toBeCloseTo(0.1, 6)
+    expect(s.interval).toEqual({ maxMs: 3.5, p99Ms: 1.1 })
+  })
+
+  it('never reports a negative delay (a timer that fired early)', () => {
+    const s = loopStats(histogram([0.97, 0.99]))
+    expect(s.maxMs).toBe(0)
+    expect(s.p99Ms).toBe(0)
+  })
+
+  it('reports nothing when the monitor took no sample', () => {
+    expect(loopStats({ count: 0, max: 0, percentile: () => 0 })).toEqual({ maxMs: null, p99Ms: null, samples: 0, interval: null })
+  })
+})
