@@ -1,6 +1,7 @@
 // Timing shared by the harness and its child processes: medians over many calls, with the
 // event-loop delay sampled while they run. Nothing here asserts on timing.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
+import { spawnSync } from 'node:child_process'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 
@@ -19,6 +20,20 @@ function collect() {
     }
   }
   gc()
+}
+
+/** Writes the machine's dirty file data back (`sync`), so that the writeback of what an earlier
+ * side wrote (the file baseline rewrites a 35 MB `sessions.json` per call at 50,000 sessions)
+ * does not run during a later side's timed calls. Where there is no `sync`, nothing. */
+function flushDisk() {
+  if (process.platform === 'win32') return
+  spawnSync('sync', { stdio: 'ignore', timeout: 60_000 })
+}
+
+/** Before a side's timed calls: the garbage and the dirty file data earlier work left. */
+function quiet() {
+  flushDisk()
+  collect()
 }
 
 /** The resolution (ms) of every event-loop monitor of the harness. */
@@ -51,7 +66,7 @@ export function pct(sorted, p) {
  * once `run.minIters` ran). An operation that fails is counted in `errors` with its time, and
  * the run goes on. The event loop gets one turn (setImmediate) between operations, outside the
  * timed window: a synchronous implementation would otherwise hold it for the whole loop, as no
- * caller would.
+ * caller would. Between the warm-up and the timed calls, `quiet()`: a full GC and a `sync`.
  */
 export async function measure(run, fn) {
   let errors = 0
@@ -66,7 +81,7 @@ export async function measure(run, fn) {
   }
   for (let i = 0; i < run.warmup; i++) await attempt(-1 - i)
   const warmupErrors = errors
-  collect()
+  quiet()
   const h = loopMonitor()
   const times = []
   const start = performance.now()
@@ -103,7 +118,7 @@ export async function measureAlternating(run, fns, rounds = 6) {
     for (let i = 0; i < run.warmup; i++) await attempt(side, -1 - i)
     side.warmupErrors = side.errors
   }
-  collect()
+  quiet()
   const per = Math.max(1, Math.ceil(run.iters / rounds))
   const start = performance.now()
   let done = 0
