@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { keyTable } from './lib/data.mjs'
+import { burstKeys, keyTable, upsertPatch as patchFor } from './lib/data.mjs'
 import { dataFolder, loadAddon, median, option as opt, seedOurs, tick } from './lib/ab.mjs'
 import { loopMonitor, loopStats, round } from './lib/measure.mjs'
 
@@ -40,9 +40,7 @@ console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 for (const size of SIZES) {
   const st = await seedOurs(SessionTools, path.join(data.dir, `ours-${size}`, 'sessions.db'), size)
   const keys = keyTable(size)
-  const patchFor = (i) => ({ lastChannel: 'telegram', lastTo: `+1555${1000 + (i & 1023)}`, inputTokens: 100 + i, outputTokens: 50 })
-  const burstKeys = (i) => Array.from({ length: BURST }, (_, w) => keys[(((i * 7919 + w * 31) % size) + size) % size])
-  const burst = (i) => Promise.all(burstKeys(i).map((k, w) => st.upsertSession(k, patchFor(w))))
+  const burst = (i) => Promise.all(burstKeys(keys, size, i, BURST).map((k, w) => st.upsertSession(k, patchFor(w))))
   for (let i = 0; i < WARMUP; i++) { await burst(-1 - i); await tick() }
   const before = threads()
   const h = loopMonitor()

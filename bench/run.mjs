@@ -17,7 +17,7 @@ import { walWorkload, walTable } from './lib/wal.mjs'
 import { spawnSync } from 'node:child_process'
 import { FileStore } from './lib/baseline.mjs'
 import { SqliteStore, SQLITE_VERSION } from './lib/sqlite-baseline.mjs'
-import { keyTable, makeEntry, makeTranscriptMessage, transcriptLine, rng } from './lib/data.mjs'
+import { burstKeys, keyTable, makeEntry, makeTranscriptMessage, transcriptLine, rng, upsertPatch as patchFor } from './lib/data.mjs'
 import { renderChart } from './lib/chart.mjs'
 import { seedSessions, seedTranscript } from './lib/seed.mjs'
 import { orchestrationTable, orchestrationWorkloads } from './lib/orchestration.mjs'
@@ -148,7 +148,6 @@ async function storeWorkloads() {
     const pick = rng(size)
     const keys = keyTable(size) // made outside the timed calls
     const randomKey = () => keys[Math.floor(pick() * size)]
-    const patchFor = (i) => ({ lastChannel: 'telegram', lastTo: `+1555${1000 + (i & 1023)}`, inputTokens: 100 + i, outputTokens: 50 })
 
     // 1. upsert one session (an existing key; the gateway's updateEntry path)
     record('upsert', size, {
@@ -182,11 +181,11 @@ async function storeWorkloads() {
     })
 
     // 5. a burst of 1,000 upserts started at once (better-sqlite3: 1,000 synchronous calls)
-    const burstKeys = (i) => Array.from({ length: BURST }, (_, w) => keys[(((i * 7919 + w * 31) % size) + size) % size]) // warm-up i < 0
+    const keysOfBurst = (i) => burstKeys(keys, size, i, BURST) // warm-up i < 0
     record('burst1000', size, {
       baseline: null,
-      sqlite: await burst(BURST, (i) => { for (const [w, k] of burstKeys(i).entries()) sq.upsertSession(k, patchFor(w)); return Promise.resolve() }),
-      ours: await burst(BURST, (i) => Promise.all(burstKeys(i).map((k, w) => st.upsertSession(k, patchFor(w))))),
+      sqlite: await burst(BURST, (i) => { for (const [w, k] of keysOfBurst(i).entries()) sq.upsertSession(k, patchFor(w)); return Promise.resolve() }),
+      ours: await burst(BURST, (i) => Promise.all(keysOfBurst(i).map((k, w) => st.upsertSession(k, patchFor(w))))),
     })
   }
   await st.close()

@@ -3,7 +3,7 @@
 // session-tools beside the better-sqlite3 baseline (lib/sqlite-baseline.mjs: the 8 are 8
 // synchronous calls), in one process, in interleaved rounds (the order reversed every other
 // round); prints medians (wall and process CPU per call) and the ratios. The keys and patches
-// are run.mjs's (existing keys, the gateway's updateEntry path).
+// are run.mjs's (lib/data.mjs: existing keys, `upsertPatch`, the gateway's updateEntry path).
 //   node bench/writers.mjs [--sizes 10000,50000] [--rounds 6] [--per 200] [--data <dir>]
 //   node bench/writers.mjs --loop <seconds> [--sizes 10000]   (ours only: 8-writer rounds, for perf)
 // Env: ADDON / NAPI_RS_NATIVE_LIBRARY_PATH as for run.mjs. Seeded stores are kept in --data
@@ -12,7 +12,7 @@
 import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { keyTable, rng } from './lib/data.mjs'
+import { keyTable, rng, upsertPatch as patchFor } from './lib/data.mjs'
 import { compare as compareSides, dataFolder, loadAddon, option as opt, seedOurs as seed, seedSqlite } from './lib/ab.mjs'
 
 const SIZES = opt('--sizes', '10000,50000').split(',').map(Number)
@@ -34,7 +34,6 @@ for (const size of SIZES) {
   const pick = rng(size)
   const keys = keyTable(size)
   const randomKey = () => keys[Math.floor(pick() * size)]
-  const patchFor = (i) => ({ lastChannel: 'telegram', lastTo: `+1555${1000 + (i & 1023)}`, inputTokens: 100 + i, outputTokens: 50 })
   const keysFor = () => { const ks = new Set(); while (ks.size < WRITERS) ks.add(randomKey()); return [...ks] }
   if (LOOP > 0) {
     const end = performance.now() + LOOP * 1000

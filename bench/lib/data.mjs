@@ -79,6 +79,14 @@ export function keyTable(size) {
   return KEYS
 }
 
+/** The patch of a timed upsert `i` (an existing key's new route and counters; the gateway's
+ * updateEntry path), the same on every side and in every harness. */
+export const upsertPatch = (i) => ({ lastChannel: 'telegram', lastTo: `+1555${1000 + (i & 1023)}`, inputTokens: 100 + i, outputTokens: 50 })
+
+/** The `n` keys of burst `i` (warm-up bursts have `i < 0`) among `keys`, the table of `size`
+ * sessions: spread over the store, a different run of them for each burst. */
+export const burstKeys = (keys, size, i, n) => Array.from({ length: n }, (_, w) => keys[(((i * 7919 + w * 31) % size) + size) % size])
+
 /** Transcript message j (alternating user / assistant). */
 export function makeTranscriptMessage(j) {
   const ts = NOW - (1_000_000 - j) * 1000

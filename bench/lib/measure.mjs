@@ -69,32 +69,17 @@ export function pct(sorted, p) {
  * caller would. Between the warm-up and the timed calls, `quiet()`: a full GC and a `sync`.
  */
 export async function measure(run, fn) {
-  let errors = 0
-  let firstError = null
-  const attempt = async (i) => {
-    try {
-      await fn(i)
-    } catch (err) {
-      errors++
-      firstError ??= String(err?.message ?? err).slice(0, 200)
-    }
-  }
-  for (let i = 0; i < run.warmup; i++) await attempt(-1 - i)
-  const warmupErrors = errors
+  const side = newSide(fn)
+  await warmUp(side, run.warmup)
   quiet()
-  const h = loopMonitor()
-  const times = []
   const start = performance.now()
-  h.enable()
+  side.h.enable()
   for (let i = 0; i < run.iters; i++) {
-    await new Promise((r) => setImmediate(r))
-    const s = performance.now()
-    await attempt(i)
-    times.push(performance.now() - s)
+    await timedCall(side, i)
     if (i + 1 >= run.minIters && performance.now() - start > run.capMs) break
   }
-  h.disable()
-  return summary({ times, errors, warmupErrors, firstError, h })
+  side.h.disable()
+  return summary(side)
 }
 
 /**
@@ -105,19 +90,8 @@ export async function measure(run, fn) {
  * function, in order.
  */
 export async function measureAlternating(run, fns, rounds = 6) {
-  const sides = fns.map((fn) => ({ fn, errors: 0, firstError: null, times: [], h: loopMonitor() }))
-  const attempt = async (side, i) => {
-    try {
-      await side.fn(i)
-    } catch (err) {
-      side.errors++
-      side.firstError ??= String(err?.message ?? err).slice(0, 200)
-    }
-  }
-  for (const side of sides) {
-    for (let i = 0; i < run.warmup; i++) await attempt(side, -1 - i)
-    side.warmupErrors = side.errors
-  }
+  const sides = fns.map(newSide)
+  for (const side of sides) await warmUp(side, run.warmup)
   quiet()
   const per = Math.max(1, Math.ceil(run.iters / rounds))
   const start = performance.now()
@@ -125,18 +99,40 @@ export async function measureAlternating(run, fns, rounds = 6) {
   for (let r = 0; r < rounds && done < run.iters; r++) {
     for (const side of r % 2 ? [...sides].reverse() : sides) {
       side.h.enable()
-      for (let i = done; i < Math.min(run.iters, done + per); i++) {
-        await new Promise((res) => setImmediate(res))
-        const s = performance.now()
-        await attempt(side, i)
-        side.times.push(performance.now() - s)
-      }
+      for (let i = done; i < Math.min(run.iters, done + per); i++) await timedCall(side, i)
       side.h.disable()
     }
     done += per
     if (done >= run.minIters && performance.now() - start > run.capMs * sides.length) break
   }
-  return sides.map((side) => summary(side))
+  return sides.map(summary)
+}
+
+/** One timed function: its calls' times and failures, and its own loop monitor. */
+const newSide = (fn) => ({ fn, errors: 0, warmupErrors: 0, firstError: null, times: [], h: loopMonitor() })
+
+/** Calls `side.fn(i)`; a failure is counted (the first one's message kept), never thrown. */
+async function attempt(side, i) {
+  try {
+    await side.fn(i)
+  } catch (err) {
+    side.errors++
+    side.firstError ??= String(err?.message ?? err).slice(0, 200)
+  }
+}
+
+/** `n` warm-up calls (`i` = -1, -2, …), their failures counted apart. */
+async function warmUp(side, n) {
+  for (let i = 0; i < n; i++) await attempt(side, -1 - i)
+  side.warmupErrors = side.errors
+}
+
+/** One timed call, after a turn of the event loop outside the timed window. */
+async function timedCall(side, i) {
+  await new Promise((r) => setImmediate(r))
+  const s = performance.now()
+  await attempt(side, i)
+  side.times.push(performance.now() - s)
 }
 
 function summary({ times, errors, warmupErrors, firstError, h }) {
@@ -152,4 +148,3 @@ function summary({ times, errors, warmupErrors, firstError, h }) {
     eventLoop: loopStats(h),
   }
 }
-

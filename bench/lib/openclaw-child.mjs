@@ -27,7 +27,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
-import { keyTable, makeEntry, makeTranscriptMessage, rng } from './data.mjs'
+import { keyTable, makeEntry, makeTranscriptMessage, rng, upsertPatch as patchFor } from './data.mjs'
 import { measure, measureAlternating } from './measure.mjs'
 import { openOurs } from './same-node.mjs'
 
@@ -62,7 +62,6 @@ function internalReaders() {
 }
 
 const ours = opts.addon ? await openOurs(opts.addon, path.join(opts.work, 'ours-same-node')) : null
-const patchFor = (i) => ({ lastChannel: 'telegram', lastTo: `+1555${1000 + (i & 1023)}`, inputTokens: 100 + i, outputTokens: 50 })
 const out = { version, node: process.version, results: [] }
 const yieldLoop = () => new Promise((r) => setImmediate(r))
 /** Its call timed alone, or, with ours, the two in alternating rounds: `[its, ours | null]`. */

@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import { MISSING, startCluster } from '../../scripts/lib/pg-cluster.mjs'
-import { keyTable, makeTranscriptMessage, rng } from './data.mjs'
+import { keyTable, makeTranscriptMessage, rng, upsertPatch as patchFor } from './data.mjs'
 import { seedSessions, seedTranscript } from './seed.mjs'
 import { round } from './measure.mjs'
 
@@ -68,7 +68,6 @@ export async function postgresWorkloads({ SessionTools, sizes, historyMessages, 
       const pick = rng(size)
       const keys = keyTable(size) // made outside the timed calls
       const randomKey = () => keys[Math.floor(pick() * size)]
-      const patchFor = (i) => ({ lastChannel: 'telegram', lastTo: `+1555${1000 + (i & 1023)}`, inputTokens: 100 + i, outputTokens: 50 })
       const keysFor = () => {
         const ks = new Set()
         while (ks.size < WRITERS) ks.add(randomKey())
