@@ -58,7 +58,11 @@ impl GroupWriter {
         let counter = batches.clone();
         std::thread::Builder::new()
             .name("session-tools-writer".into())
-            .spawn(move || run(owner, rx, &counter))
+            .spawn(move || {
+                // behind the JS thread when both want a core (`priority`)
+                super::priority::lower_this_thread(super::priority::Background::Writer);
+                run(owner, rx, &counter)
+            })
             .map_err(|e| Error::store(format!("cannot start the writer thread: {e}")))?;
         Ok(GroupWriter { tx: Mutex::new(Some(tx)), batches })
     }

@@ -18,6 +18,7 @@ pub mod oc9_write;
 pub mod outbox;
 pub mod owners;
 pub mod pg;
+mod priority;
 pub mod runs;
 mod schema;
 pub mod sessions;

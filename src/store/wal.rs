@@ -129,6 +129,8 @@ impl WalBound {
         let thread = std::thread::Builder::new()
             .name("session-tools-checkpoint".into())
             .spawn(move || {
+                // maintenance: only on a core nothing else wants (`priority`)
+                super::priority::lower_this_thread(super::priority::Background::Checkpointer);
                 while rx.recv().is_ok() {
                     // passive: copies what no reader still needs, never waits (a failure loses
                     // nothing; the next commit past the mark asks again)
