@@ -1,10 +1,9 @@
 // How calls are scheduled (README "How calls are run"): the writes of one turn of JS code run
 // together (inline in one transaction, the rest through the group-commit writer), each caller
 // told its own result or error, in call order, and a read issued after a write sees it.
-import fs from 'node:fs'
-
 import { describe, expect, test } from 'vitest'
 
+import { threads } from '../bench/lib/threads.mjs'
 import { openFile, openMem } from './helpers.js'
 
 const MIB = 1024 * 1024
@@ -92,39 +91,25 @@ describe('writes folded together, each caller told its own outcome', () => {
   })
 })
 
-/** This process's threads whose name starts with `prefix`: (scheduling policy, nice), from
- * /proc (the name is cut to 15 bytes there). */
-function threadsNamed(prefix: string): Array<{ policy: number; nice: number }> {
-  const out = []
-  for (const tid of fs.readdirSync('/proc/self/task')) {
-    let stat: string
-    try { stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8') } catch { continue } // ended meanwhile
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-    if (!name.startsWith(prefix)) continue
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ') // from field 3 on
-    out.push({ policy: Number(fields[41 - 3]), nice: Number(fields[19 - 3]) })
-  }
-  return out
-}
-
 describe('the store\'s background threads leave the JS thread its core (src/store/priority.rs)', () => {
   const SCHED_OTHER = 0
   const SCHED_IDLE = 5
   test.runIf(process.platform === 'linux')('given a file store when it is open then its checkpointer runs in the idle class, its writer at nice 10, and this thread as it was', async () => {
-    const before = fs.readFileSync(`/proc/self/stat`, 'utf8')
+    const jsThread = () => threads()[String(process.pid)]
+    const before = jsThread()
     const { st } = await openFile()
     // a burst, so that the writer has run
     await Promise.all(Array.from({ length: 100 }, (_, i) => st.upsertSession(`agent:main:p${i}`, { label: 'x' })))
-    const checkpointers = threadsNamed('session-tools-c')
-    const writers = threadsNamed('session-tools-w')
+    const all = Object.values(threads())
+    const checkpointers = all.filter((t) => t.name.startsWith('session-tools-c'))
+    const writers = all.filter((t) => t.name.startsWith('session-tools-w'))
     expect(checkpointers.length).toBeGreaterThan(0)
     expect(writers.length).toBeGreaterThan(0)
     for (const t of checkpointers) expect(t.policy).toBe(SCHED_IDLE)
-    for (const t of writers) expect(t).toEqual({ policy: SCHED_OTHER, nice: 10 })
-    // the JS thread (the process's first) keeps its policy and nice
-    const field = (stat: string, n: number) => stat.slice(stat.lastIndexOf(')') + 2).split(' ')[n - 3]
-    const now = fs.readFileSync(`/proc/self/stat`, 'utf8')
-    expect([field(now, 41), field(now, 19)]).toEqual([field(before, 41), field(before, 19)])
+    for (const t of writers) expect([t.policy, t.nice]).toEqual([SCHED_OTHER, 10])
+    // the JS thread keeps its policy and nice
+    const now = jsThread()
+    expect([now.policy, now.nice]).toEqual([before.policy, before.nice])
     await st.close()
   })
 })

@@ -6,13 +6,13 @@
 // own work or a wait behind the writer, the checkpointer or V8's helpers. Ours only.
 //   node bench/bursts.mjs [--sizes 10000,50000] [--bursts 15] [--data <dir>]
 // Env: ADDON / NAPI_RS_NATIVE_LIBRARY_PATH as for run.mjs. Nothing here asserts timing.
-import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { burstKeys, keyTable, upsertPatch as patchFor } from './lib/data.mjs'
 import { dataFolder, loadAddon, median, option as opt, seedOurs, tick } from './lib/ab.mjs'
 import { loopMonitor, loopStats, round } from './lib/measure.mjs'
+import { threads } from './lib/threads.mjs'
 
 const SIZES = opt('--sizes', '10000,50000').split(',').map(Number)
 const BURSTS = Number(opt('--bursts', 15))
@@ -20,21 +20,6 @@ const WARMUP = 3
 const BURST = 1000
 const data = dataFolder('st-bursts-')
 const { SessionTools } = loadAddon()
-
-/** Each thread of this process: its name and milliseconds run and waited so far; `{}` off Linux. */
-function threads() {
-  const out = {}
-  let tids = []
-  try { tids = fs.readdirSync('/proc/self/task') } catch { return out }
-  for (const tid of tids) {
-    try {
-      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
-      const [run, wait] = fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ').map(Number)
-      out[tid] = { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), runMs: run / 1e6, waitMs: wait / 1e6 }
-    } catch {} // a thread that ended meanwhile
-  }
-  return out
-}
 
 console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 for (const size of SIZES) {
@@ -60,7 +45,7 @@ for (const size of SIZES) {
   const after = threads()
   const rows = Object.entries(after)
     .map(([tid, t]) => ({ tid, name: t.name, runMs: t.runMs - (before[tid]?.runMs ?? 0), waitMs: t.waitMs - (before[tid]?.waitMs ?? 0) }))
-    .filter((t) => t.runMs >= 1 || t.waitMs >= 1)
+    .filter((t) => t.runMs >= 1 || t.waitMs >= 1) // (off Linux, or with no schedstat, none)
     .sort((a, b) => b.runMs - a.runMs)
   for (const t of rows) console.log(`  ${t.tid === String(process.pid) ? 'JS thread' : t.name}: ran ${round(t.runMs)} ms, waited for a core ${round(t.waitMs)} ms`)
   await st.close()
