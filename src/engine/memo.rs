@@ -6,10 +6,14 @@
 //! rendered again: the memo can never give a row other than the one rendering would give.
 //! Every call still reads its rows from the store; only their rendering is remembered.
 //!
+//! Each remembered text carries a stamp, given once in the life of the process and to that text
+//! only, so that the JS side may keep the value it parsed from it by stamp (`tools::indexed`).
+//!
 //! It owns the memo and its bound; it never reads the store and never decides what a row says.
 //! It never makes a caller wait: a memo in use by another thread is simply not used.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
@@ -18,8 +22,12 @@ use crate::config::Config;
 /// 1–3 MB); past it the memo starts over.
 const MAX_ROWS: usize = 2048;
 
-/// key → (stored text, rendered text: JSON, so UTF-8)
-type Rendered = HashMap<Box<str>, (Box<str>, Box<[u8]>)>;
+/// key → (stored text, rendered text: JSON, so UTF-8, its stamp)
+type Rendered = HashMap<Box<str>, (Box<str>, Box<[u8]>, u64)>;
+
+/// The next stamp, for every memo of the process (an environment's JS keeps the rows of all
+/// its stores together).
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
 
 #[derive(Default)]
 struct Rows {
@@ -39,25 +47,26 @@ pub struct RowMemo {
 
 impl RowMemo {
     /// Appends to `out` the text rendered from `stored` under `key` for this config and agent,
-    /// when it is remembered; whether it was.
-    pub fn append(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, out: &mut Vec<u8>) -> bool {
-        let Ok(m) = self.inner.try_lock() else { return false };
+    /// when it is remembered; its stamp if it was.
+    pub fn append(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, out: &mut Vec<u8>) -> Option<u64> {
+        let m = self.inner.try_lock().ok()?;
         if !m.config.as_ref().is_some_and(|c| Arc::ptr_eq(c, config)) {
-            return false;
+            return None;
         }
         match m.by_agent.get(agent).and_then(|rows| rows.get(key)) {
-            Some((s, row)) if **s == *stored => {
+            Some((s, row, stamp)) if **s == *stored => {
                 out.extend_from_slice(row);
-                true
+                Some(*stamp)
             }
-            _ => false,
+            _ => None,
         }
     }
 
     /// Remembers `rendered` as the text of `stored` under `key` for this config and agent (rows
-    /// remembered under another config are forgotten).
-    pub fn put(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, rendered: &[u8]) {
-        let Ok(mut m) = self.inner.try_lock() else { return };
+    /// remembered under another config are forgotten); its new stamp, or 0 when it could not be
+    /// remembered (the memo in use by another thread).
+    pub fn put(&self, config: &Arc<Config>, agent: &str, key: &str, stored: &str, rendered: &[u8]) -> u64 {
+        let Ok(mut m) = self.inner.try_lock() else { return 0 };
         if !m.config.as_ref().is_some_and(|c| Arc::ptr_eq(c, config)) || m.count >= MAX_ROWS {
             *m = Rows { config: Some(config.clone()), ..Rows::default() };
         }
@@ -65,10 +74,12 @@ impl RowMemo {
         if !m.by_agent.contains_key(agent) {
             m.by_agent.insert(agent.into(), Rendered::default());
         }
-        let Some(rows) = m.by_agent.get_mut(agent) else { return };
-        if rows.insert(key.into(), (stored.into(), rendered.into())).is_none() {
+        let Some(rows) = m.by_agent.get_mut(agent) else { return 0 };
+        let stamp = NEXT_STAMP.fetch_add(1, Ordering::Relaxed);
+        if rows.insert(key.into(), (stored.into(), rendered.into(), stamp)).is_none() {
             m.count += 1;
         }
+        stamp
     }
 
     /// How many rows are remembered.

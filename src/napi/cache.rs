@@ -26,6 +26,8 @@ pub enum Cached {
     Spill,
     /// `chunked.rs`: materialises a large answer over several turns
     Materialise,
+    /// `rows.rs`: makes an indexed answer's value, keeping its rows
+    Rows,
     /// `gather.rs`: the script's object, its token and the functions the skin calls
     Gather,
     GatherToken,

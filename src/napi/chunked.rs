@@ -62,6 +62,12 @@ const MATERIALISE_JS: &str = r#"(function () {
 /// promise of the same value, materialised over several turns. Only for values that resolve a
 /// promise (a promise resolved with a promise takes its value).
 pub fn answer_from_text<'env>(env: &'env Env, text: &str) -> napi::Result<Unknown<'env>> {
+    // an indexed answer (`rows.rs`): its rows kept by stamp; a large one as any large answer
+    let text = match crate::tools::indexed::split(text) {
+        Some((_, answer)) if answer.len() > SPLIT_BYTES => answer,
+        Some(_) => return super::rows::from_indexed(env, text),
+        None => text,
+    };
     if text.len() <= SPLIT_BYTES {
         return from_json_text(env, text);
     }

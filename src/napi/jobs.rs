@@ -209,14 +209,14 @@ pub fn tool_promise<'env>(
     }
     if tool.is_bounded(&params) {
         if !wrap {
-            let job: FastTextJob = Arc::new(move |e: &Engine| tools::run_text(e, tool, &params, &ctx));
+            let job: FastTextJob = Arc::new(move |e: &Engine| tools::run_wire(e, tool, &params, &ctx));
             return spawn_fast_text(env, lanes, Lane::Read, Ok(job));
         }
         let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
         return spawn_fast(env, lanes, Lane::Read, Ok(job));
     }
     if !wrap {
-        let job: TextJob = Box::new(move |e: &Engine| tools::run_text(e, tool, &params, &ctx));
+        let job: TextJob = Box::new(move |e: &Engine| tools::run_wire(e, tool, &params, &ctx));
         return spawn_text(env, Some(orch.engine().clone()), Ok(job));
     }
     let job: Job = Box::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));

@@ -15,6 +15,7 @@ mod js;
 mod lanes;
 mod pin;
 mod port;
+mod rows;
 mod session_tools;
 mod wake;
 

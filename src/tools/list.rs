@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::indexed::RowIndex;
 use super::{read_number, read_string, read_string_list, Requester, ToolContext};
 use crate::config::Config;
 use crate::engine::Engine;
@@ -66,7 +67,7 @@ fn floor_at_least_one(v: f64) -> u64 {
 
 /// `sessions_list` as a value (for the tool envelope and the orchestrator).
 pub fn run(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<Value> {
-    let Listing(text) = run_text(engine, args, ctx)?;
+    let Listing(text, _) = run_text(engine, args, ctx)?;
     serde_json::from_str(&text).map_err(|e| crate::error::Error::store(format!("cannot read the listing back: {e}")))
 }
 
@@ -168,9 +169,10 @@ pub fn run_text(engine: &Engine, args: &Value, ctx: &ToolContext) -> Result<List
     render(&out)
 }
 
-/// The answer without messages, `{count, sessions}`, as JSON text: each row's text is the one
-/// [`row`] renders, remembered by the stored entry text it came from ([`RowMemo`](crate::engine::RowMemo)), so a row
-/// whose entry did not change since it was last listed is not parsed nor built again.
+/// The answer without messages, `{count, sessions}`, as JSON text with its rows indexed
+/// (`indexed.rs`): each row's text is the one [`row`] renders, remembered by the stored entry
+/// text it came from ([`RowMemo`](crate::engine::RowMemo)), so a row whose entry did not change
+/// since it was last listed is not parsed nor built again, and keeps its stamp.
 fn rows_text(
     engine: &Engine,
     cfg: &Arc<Config>,
@@ -181,24 +183,28 @@ fn rows_text(
     let memo = engine.list_rows();
     let agent = requester.agent.as_str();
     let shared = RowShared::new(engine, cfg, requester);
-    let mut body: Vec<u8> = Vec::new();
-    let mut count = 0usize;
+    // room for the rows of a short listing (about 600 bytes each) without growing
+    let mut body: Vec<u8> = Vec::with_capacity(filter.limit.unwrap_or(64).min(64) as usize * 640);
+    let mut index = RowIndex::default();
     db.list_texts(filter, |key, stored| {
-        if count > 0 {
+        if !index.is_empty() {
             body.push(b',');
         }
-        count += 1;
-        if memo.append(cfg, agent, key, stored, &mut body) {
-            return Ok(());
-        }
-        let entry = super::list_row::RowEntry::parse(stored)
-            .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
         let start = body.len();
-        write_row(&shared, key, &entry, &mut body)?;
-        memo.put(cfg, agent, key, stored, &body[start..]);
+        let stamp = match memo.append(cfg, agent, key, stored, &mut body) {
+            Some(stamp) => stamp,
+            None => {
+                let entry = super::list_row::RowEntry::parse(stored)
+                    .map_err(|e| Error::store(format!("the stored entry of {key} is not valid JSON: {e}")))?;
+                write_row(&shared, key, &entry, &mut body)?;
+                memo.put(cfg, agent, key, stored, &body[start..])
+            }
+        };
+        index.push(stamp, &body, start);
         Ok(())
     })?;
-    answer(count, &body)
+    let Listing(text, _) = answer(index.len(), &body)?;
+    Ok(Listing(text, Some(index)))
 }
 
 /// Appends to `out` the row (without messages) of the session `key` with this entry, as JSON
@@ -227,17 +233,34 @@ fn render(rows: &[Row<'_>]) -> Result<Listing> {
 
 /// `{"count":N,"sessions":[<body>]}`.
 fn answer(count: usize, body: &[u8]) -> Result<Listing> {
-    let mut out = Vec::with_capacity(body.len() + 32);
+    // and room for the index after it (`indexed.rs`)
+    let mut out = Vec::with_capacity(body.len() + 32 + 24 * count);
     out.extend_from_slice(b"{\"count\":");
     out.extend_from_slice(count.to_string().as_bytes());
     out.extend_from_slice(b",\"sessions\":[");
     out.extend_from_slice(body);
     out.extend_from_slice(b"]}");
-    String::from_utf8(out).map(Listing).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
+    String::from_utf8(out)
+        .map(|t| Listing(t, None))
+        .map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
 }
 
-/// `sessions_list`'s answer as JSON text; [`run`] parses it back for callers that need a value.
-pub struct Listing(pub String);
+/// `sessions_list`'s answer as JSON text ([`run`] parses it back for callers that need a
+/// value), and where its rows lie in it when they were indexed.
+pub struct Listing(pub String, pub Option<RowIndex>);
+
+impl Listing {
+    /// The text handed to JS: indexed when its rows were ([`super::indexed`]).
+    pub fn into_wire(self) -> String {
+        match self.1 {
+            Some(index) if !index.is_empty() => {
+                let prefix = self.0.find('[').map_or(0, |i| i + 1);
+                index.wire(&["sessions"], prefix, self.0)
+            }
+            _ => self.0,
+        }
+    }
+}
 
 /// `deliveryContext` of a row: only the parts that are set.
 struct RowDelivery<'a> {
@@ -618,23 +641,29 @@ mod tests {
         let cfg = engine.config();
         memo.put(&cfg, "main", "agent:main:a", "{}", br#"{"key":"a"}"#);
         let mut out = Vec::new();
-        assert!(memo.append(&cfg, "main", "agent:main:a", "{}", &mut out));
+        let stamp = memo.append(&cfg, "main", "agent:main:a", "{}", &mut out).expect("remembered");
         assert_eq!(out, br#"{"key":"a"}"#);
         // another stored text, another agent or another config: not remembered
-        assert!(!memo.append(&cfg, "main", "agent:main:a", "{} ", &mut out));
-        assert!(!memo.append(&cfg, "ops", "agent:main:a", "{}", &mut out));
+        assert_eq!(memo.append(&cfg, "main", "agent:main:a", "{} ", &mut out), None);
+        assert_eq!(memo.append(&cfg, "ops", "agent:main:a", "{}", &mut out), None);
         // each agent's rows are kept beside the others' (agents listing in turn)
-        memo.put(&cfg, "ops", "agent:main:a", "{}", br#"{"key":"agent:main:a"}"#);
+        let theirs_stamp = memo.put(&cfg, "ops", "agent:main:a", "{}", br#"{"key":"agent:main:a"}"#);
         let mut theirs = Vec::new();
-        assert!(memo.append(&cfg, "ops", "agent:main:a", "{}", &mut theirs));
+        assert_eq!(memo.append(&cfg, "ops", "agent:main:a", "{}", &mut theirs), Some(theirs_stamp));
+        // a stamp names one rendered text: another text has another stamp
+        assert_ne!(theirs_stamp, stamp);
         assert_eq!(theirs, br#"{"key":"agent:main:a"}"#);
         assert_eq!(memo.len(), 2);
-        assert!(!memo.append(&Arc::new(Config::default()), "main", "agent:main:a", "{}", &mut out));
+        assert_eq!(memo.append(&Arc::new(Config::default()), "main", "agent:main:a", "{}", &mut out), None);
         assert_eq!(out, br#"{"key":"a"}"#);
         // the bound: past it the memo starts over
+        let mut stamps = std::collections::HashSet::new();
         for i in 0..5000 {
-            memo.put(&cfg, "main", &format!("k{i}"), "{}", b"{}");
+            assert!(stamps.insert(memo.put(&cfg, "main", &format!("k{i}"), "{}", b"{}")), "a stamp given twice");
         }
+        // a text remembered again after it was forgotten is given a new stamp
+        let again = memo.put(&cfg, "main", "agent:main:a", "{}", br#"{"key":"a"}"#);
+        assert!(again != stamp && !stamps.contains(&again));
         assert!(memo.len() <= 2048, "{}", memo.len());
     }
 }

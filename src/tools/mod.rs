@@ -12,6 +12,7 @@ pub mod agents;
 pub mod attach9;
 pub mod bytes9;
 pub mod history;
+pub mod indexed;
 pub mod list;
 mod list_row;
 pub mod send;
@@ -233,11 +234,22 @@ pub fn available(engine: &crate::engine::Engine, ctx: &ToolContext) -> Vec<Tool>
 /// As [`run`] for a caller that wants the payload as JSON text (`wrap` false): `sessions_list`
 /// builds its rows straight into text; the other tools serialize their value.
 pub fn run_text(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx: &Value) -> Result<String> {
+    text_or_wire(engine, tool, params, ctx, false)
+}
+
+/// As [`run_text`], for the napi skin: a listing's rows are indexed ([`indexed`]), so that JS
+/// parses only the rows it has not kept.
+pub fn run_wire(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx: &Value) -> Result<String> {
+    text_or_wire(engine, tool, params, ctx, true)
+}
+
+fn text_or_wire(engine: &crate::engine::Engine, tool: Tool, params: &Value, ctx: &Value, wire: bool) -> Result<String> {
     let shape = engine.config().rules().tool_shape;
     if tool == Tool::SessionsList && shape == crate::contract::ToolShape::Reference2026_1 {
         let c = ToolContext::from_json(ctx)?;
         return match list::run_text(engine, params, &c) {
-            Ok(list::Listing(text)) => Ok(text),
+            Ok(listing) if wire => Ok(listing.into_wire()),
+            Ok(list::Listing(text, _)) => Ok(text),
             Err(e) => payload_or_error(tool, Err(e)).map(|v| v.to_string()),
         };
     }

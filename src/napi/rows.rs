@@ -1,0 +1,97 @@
+//! Indexed answers made into JS values (`tools::indexed`): the rows an environment has parsed
+//! are kept by their stamp, and a row it has kept is copied instead of parsed again (issue 17:
+//! V8's `JSON.parse` of a 50-row listing was half of a `sessions_list` call; copying its
+//! parsed rows takes about a twentieth of that). Every caller gets its own copy, never the
+//! kept value, so a caller that changes what it got changes nothing for the next one, and the
+//! value is the one `JSON.parse` of the plain answer gives (plain objects and arrays, the same
+//! members in the same order, `__proto__` an own member as `JSON.parse` makes it).
+//!
+//! It owns the kept rows of each environment and their bound; it decides nothing about what a
+//! row says or which answers are indexed.
+
+use napi::bindgen_prelude::*;
+use napi::Env;
+
+use super::cache::{self, Cached};
+
+/// Rows kept per environment (about the memo's own bound, `engine::memo`); past it the kept
+/// rows start over.
+const KEPT_ROWS: usize = 4096;
+/// Row shapes (member names in order) given a copier of their own; rows of other shapes are
+/// copied member by member.
+const SHAPES: usize = 64;
+
+/// `rows(text)`: the value of an indexed answer. Globals are read once, when it is made.
+///
+/// A kept row is copied by a function made for its shape, an object literal of its members
+/// (rows of a listing take a handful of shapes; a literal is about five times as fast as a
+/// spread, whose cache gives up past four shapes). A shape with a `__proto__` member (a literal
+/// would set the prototype), past [`SHAPES`], or where functions cannot be made from text
+/// (`--disallow-code-generation-from-strings`) is copied by `copy`.
+const ROWS_JS: &str = r#"(function () {
+  'use strict';
+  const parse = JSON.parse, stringify = JSON.stringify, isArray = Array.isArray, keys = Object.keys;
+  const own = Object.getOwnPropertyDescriptor, Fn = Function;
+  const kept = new Map(), copiers = new Map();
+  function copy(v) {
+    if (isArray(v)) {
+      const a = [];
+      for (let i = 0; i < v.length; i++) { const x = v[i]; a.push(typeof x === 'object' && x !== null ? copy(x) : x); }
+      return a;
+    }
+    // a spread makes own data members, `__proto__` too, in the same order
+    const o = { ...v };
+    for (const k in o) { const x = o[k]; if (typeof x === 'object' && x !== null) o[k] = copy(x); }
+    return o;
+  }
+  function copier(row) {
+    if (isArray(row)) return copy;
+    const names = keys(row), shape = names.join('\u0000');
+    let f = copiers.get(shape);
+    if (f !== undefined) return f;
+    f = copy;
+    if (copiers.size < SHAPES && !names.includes('__proto__')) {
+      const members = names.map(function (k) {
+        const q = stringify(k), x = row[k];
+        return typeof x === 'object' && x !== null ? q + ': c(v[' + q + '])' : q + ': v[' + q + ']';
+      });
+      try { f = new Fn('c', 'return function (v) { return { ' + members.join(', ') + ' }; };')(copy); } catch (e) { f = copy; }
+    }
+    copiers.set(shape, f);
+    return f;
+  }
+  return function rows(text) {
+    const end = text.length - 1, cut = text.lastIndexOf('\u0000', end - 1);
+    const index = parse(text.slice(cut + 1, end));
+    const path = index[0], spans = index[1], n = spans.length;
+    const out = parse(text.slice(0, spans[1]) + text.slice(spans[n - 1], cut));
+    let list = out;
+    for (let k = 0; k < path.length; k++) list = own(list, path[k]).value;
+    if (!isArray(list) || list.length !== 0) throw new Error('an indexed answer whose rows are not its array');
+    for (let i = 0; i < n; i += 3) {
+      const stamp = spans[i];
+      const seen = stamp === 0 ? undefined : kept.get(stamp);
+      if (seen !== undefined) { list.push(seen.c(seen.v)); continue; }
+      const row = parse(text.slice(spans[i + 1], spans[i + 2]));
+      if (stamp !== 0 && typeof row === 'object' && row !== null) {
+        if (kept.size >= KEPT) kept.clear();
+        kept.set(stamp, { v: copy(row), c: copier(row) });
+      }
+      list.push(row);
+    }
+    return out;
+  };
+})()"#;
+
+/// The value of the indexed answer `text` (its JSON answer not past the size parsed in one go).
+pub fn from_indexed<'env>(env: &'env Env, text: &str) -> napi::Result<Unknown<'env>> {
+    let rows = cache::function(env, Cached::Rows, |env| {
+        env.run_script::<_, Unknown>(
+            ROWS_JS.replace("KEPT", &KEPT_ROWS.to_string()).replace("SHAPES", &SHAPES.to_string()),
+        )
+    })?;
+    // SAFETY: the cached value is the function the script above returns.
+    let rows: Function<'env, Unknown, Unknown> = unsafe { Function::from_napi_value(env.raw(), rows.raw()) }?;
+    let s = if text.is_ascii() { env.create_string_latin1(text)? } else { env.create_string(text)? };
+    rows.call(s.to_unknown())
+}
