@@ -23,6 +23,9 @@ const SHAPES: usize = 64;
 
 /// `rows(text)`: the value of an indexed answer. Globals are read once, when it is made.
 ///
+/// A row is kept the second time it comes (the first time it is only noted), so that a listing
+/// whose rows all changed since the last one is parsed in one go, as a plain answer is (a row
+/// parsed apart and copied to be kept costs about three times its share of one parse).
 /// A kept row is copied by a function made for its shape, an object literal of its members
 /// (rows of a listing take a handful of shapes; a literal is about five times as fast as a
 /// spread, whose cache gives up past four shapes). A shape with a `__proto__` member (a literal
@@ -32,7 +35,7 @@ const ROWS_JS: &str = r#"(function () {
   'use strict';
   const parse = JSON.parse, stringify = JSON.stringify, isArray = Array.isArray, keys = Object.keys;
   const own = Object.getOwnPropertyDescriptor, Fn = Function;
-  const kept = new Map(), copiers = new Map();
+  const kept = new Map(), copiers = new Map(), ONCE = {};
   function copy(v) {
     if (isArray(v)) {
       const a = [];
@@ -60,23 +63,45 @@ const ROWS_JS: &str = r#"(function () {
     copiers.set(shape, f);
     return f;
   }
+  // a row seen once is only noted: a row is kept (and copied to keep it) the second time it
+  // comes, so that a listing whose rows all changed costs one parse, as a plain answer does
+  function note(stamp, row) {
+    if (stamp === 0 || typeof row !== 'object' || row === null) return;
+    const k = kept.get(stamp);
+    if (k === undefined) {
+      if (kept.size >= KEPT) kept.clear();
+      kept.set(stamp, ONCE);
+    } else if (k === ONCE) {
+      const c = copier(row);
+      kept.set(stamp, { v: c(row), c: c });
+    }
+  }
+  function within(out, path) {
+    let list = out;
+    for (let k = 0; k < path.length; k++) list = own(list, path[k]).value;
+    if (!isArray(list)) throw new Error('an indexed answer whose rows are not an array');
+    return list;
+  }
   return function rows(text) {
     const end = text.length - 1, cut = text.lastIndexOf('\u0000', end - 1);
     const index = parse(text.slice(cut + 1, end));
     const path = index[0], spans = index[1], n = spans.length;
-    const out = parse(text.slice(0, spans[1]) + text.slice(spans[n - 1], cut));
-    let list = out;
-    for (let k = 0; k < path.length; k++) list = own(list, path[k]).value;
-    if (!isArray(list) || list.length !== 0) throw new Error('an indexed answer whose rows are not its array');
+    let any = false;
+    for (let i = 0; i < n && !any; i += 3) { const k = spans[i] === 0 ? undefined : kept.get(spans[i]); any = k !== undefined && k !== ONCE; }
+    if (!any) {
+      // nothing kept: the answer in one parse, as a plain one
+      const out = parse(text.slice(0, cut)), list = within(out, path);
+      if (list.length * 3 !== n) throw new Error('an indexed answer whose rows are not its array');
+      for (let i = 0; i < n; i += 3) note(spans[i], list[i / 3]);
+      return out;
+    }
+    const out = parse(text.slice(0, spans[1]) + text.slice(spans[n - 1], cut)), list = within(out, path);
+    if (list.length !== 0) throw new Error('an indexed answer whose rows are not its array');
     for (let i = 0; i < n; i += 3) {
-      const stamp = spans[i];
-      const seen = stamp === 0 ? undefined : kept.get(stamp);
-      if (seen !== undefined) { list.push(seen.c(seen.v)); continue; }
+      const k = spans[i] === 0 ? undefined : kept.get(spans[i]);
+      if (k !== undefined && k !== ONCE) { list.push(k.c(k.v)); continue; }
       const row = parse(text.slice(spans[i + 1], spans[i + 2]));
-      if (stamp !== 0 && typeof row === 'object' && row !== null) {
-        if (kept.size >= KEPT) kept.clear();
-        kept.set(stamp, { v: copy(row), c: copier(row) });
-      }
+      note(spans[i], row);
       list.push(row);
     }
     return out;
