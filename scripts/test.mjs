@@ -7,7 +7,7 @@ import { startCluster } from './lib/pg-cluster.mjs'
 
 const target = 'x86_64-unknown-linux-gnu'
 // The vitest files run a second time on PostgreSQL: the tools' contract, the store, the policy.
-const PG_SUITE = ['store', 'list', 'history', 'tools', 'policy', 'send', 'security', 'callbacks', 'contract9', 'orch9', 'spawn9', 'statedir', 'statedir9', 'twohosts'].map((f) => `__test__/${f}.spec.ts`)
+const PG_SUITE = ['store', 'list', 'history', 'tools', 'policy', 'send', 'security', 'callbacks', 'contract9', 'orch9', 'spawn9', 'statedir', 'statedir9', 'twohosts', 'kept-rows'].map((f) => `__test__/${f}.spec.ts`)
 let passed = 0
 let failed = 0
 let broken = false
