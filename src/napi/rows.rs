@@ -82,19 +82,15 @@ const ROWS_JS: &str = r#"(function () {
     if (!isArray(list)) throw new Error('an indexed answer whose rows are not an array');
     return list;
   }
-  return function rows(text) {
-    const end = text.length - 1, cut = text.lastIndexOf('\u0000', end - 1);
-    const index = parse(text.slice(cut + 1, end));
-    const path = index[0], spans = index[1], n = spans.length;
-    let any = false;
-    for (let i = 0; i < n && !any; i += 3) { const k = spans[i] === 0 ? undefined : kept.get(spans[i]); any = k !== undefined && k !== ONCE; }
-    if (!any) {
-      // nothing kept: the answer in one parse, as a plain one
-      const out = parse(text.slice(0, cut)), list = within(out, path);
-      if (list.length * 3 !== n) throw new Error('an indexed answer whose rows are not its array');
-      for (let i = 0; i < n; i += 3) note(spans[i], list[i / 3]);
-      return out;
-    }
+  // nothing kept: the answer in one parse, as a plain one
+  function whole(text, cut, path, spans) {
+    const out = parse(text.slice(0, cut)), list = within(out, path), n = spans.length;
+    if (list.length * 3 !== n) throw new Error('an indexed answer whose rows are not its array');
+    for (let i = 0, j = 0; i < n; i += 3, j++) note(spans[i], list[j]);
+    return out;
+  }
+  function assemble(text, cut, path, spans) {
+    const n = spans.length;
     const out = parse(text.slice(0, spans[1]) + text.slice(spans[n - 1], cut)), list = within(out, path);
     if (list.length !== 0) throw new Error('an indexed answer whose rows are not its array');
     for (let i = 0; i < n; i += 3) {
@@ -105,6 +101,18 @@ const ROWS_JS: &str = r#"(function () {
       list.push(row);
     }
     return out;
+  }
+  function anyKept(spans) {
+    for (let i = 0; i < spans.length; i += 3) {
+      const k = spans[i] === 0 ? undefined : kept.get(spans[i]);
+      if (k !== undefined && k !== ONCE) return true;
+    }
+    return false;
+  }
+  return function rows(text) {
+    const end = text.length - 1, cut = text.lastIndexOf('\u0000', end - 1);
+    const index = parse(text.slice(cut + 1, end));
+    return anyKept(index[1]) ? assemble(text, cut, index[0], index[1]) : whole(text, cut, index[0], index[1]);
   };
 })()"#;
 
