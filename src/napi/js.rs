@@ -170,10 +170,17 @@ fn text_or_value(env: &Env, v: Option<Unknown<'_>>, what: &str, repair: bool) ->
 /// JSON text (made off the JS thread) as a JS value.
 pub fn from_json_text<'env>(env: &'env Env, text: &str) -> napi::Result<Unknown<'env>> {
     let parse = json_fn(env, "parse")?;
-    // ASCII text (most answers) is copied as is into a one-byte string, without the UTF-8
-    // decoder; other text is decoded as UTF-8.
-    let s = if text.is_ascii() { env.create_string_latin1(text)? } else { env.create_string(text)? };
-    parse.call(s.to_unknown())
+    parse.call(string_of(env, text)?.to_unknown())
+}
+
+/// `text` as a JS string: ASCII text (most answers) is copied as is into a one-byte string,
+/// without the UTF-8 decoder; other text is decoded as UTF-8.
+pub fn string_of<'env>(env: &'env Env, text: &str) -> napi::Result<napi::JsString<'env>> {
+    if text.is_ascii() {
+        env.create_string_latin1(text)
+    } else {
+        env.create_string(text)
+    }
 }
 
 /// The reason of an `AbortSignal` that is already aborted, or `None` (no signal, a signal not

@@ -125,6 +125,5 @@ pub fn from_indexed<'env>(env: &'env Env, text: &str) -> napi::Result<Unknown<'e
     })?;
     // SAFETY: the cached value is the function the script above returns.
     let rows: Function<'env, Unknown, Unknown> = unsafe { Function::from_napi_value(env.raw(), rows.raw()) }?;
-    let s = if text.is_ascii() { env.create_string_latin1(text)? } else { env.create_string(text)? };
-    rows.call(s.to_unknown())
+    rows.call(super::js::string_of(env, text)?.to_unknown())
 }

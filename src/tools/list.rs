@@ -203,8 +203,7 @@ fn rows_text(
         index.push(stamp, &body, start);
         Ok(())
     })?;
-    let Listing(text, _) = answer(index.len(), &body)?;
-    Ok(Listing(text, Some(index)))
+    Ok(Listing(answer(index.len(), &body)?, Some(index)))
 }
 
 /// Appends to `out` the row (without messages) of the session `key` with this entry, as JSON
@@ -228,11 +227,11 @@ fn render(rows: &[Row<'_>]) -> Result<Listing> {
         }
         r.write(&mut body).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))?;
     }
-    answer(rows.len(), &body)
+    Ok(Listing(answer(rows.len(), &body)?, None))
 }
 
 /// `{"count":N,"sessions":[<body>]}`.
-fn answer(count: usize, body: &[u8]) -> Result<Listing> {
+fn answer(count: usize, body: &[u8]) -> Result<String> {
     // and room for the index after it (`indexed.rs`)
     let mut out = Vec::with_capacity(body.len() + 32 + 24 * count);
     out.extend_from_slice(b"{\"count\":");
@@ -240,9 +239,7 @@ fn answer(count: usize, body: &[u8]) -> Result<Listing> {
     out.extend_from_slice(b",\"sessions\":[");
     out.extend_from_slice(body);
     out.extend_from_slice(b"]}");
-    String::from_utf8(out)
-        .map(|t| Listing(t, None))
-        .map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
+    String::from_utf8(out).map_err(|e| Error::store(format!("cannot encode the listing: {e}")))
 }
 
 /// `sessions_list`'s answer as JSON text ([`run`] parses it back for callers that need a
