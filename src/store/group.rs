@@ -189,14 +189,14 @@ impl Store {
         if self.wal.as_ref().is_some_and(|w| w.is_due()) {
             return Err(jobs);
         }
-        let _ = conn.busy_timeout(Duration::ZERO);
+        let _ = super::busy::wait_up_to(conn, Duration::ZERO);
         let began = super::exec_cached(conn, TxSql::BeginImmediate);
         if began.is_err() {
-            let _ = conn.busy_timeout(super::BUSY_TIMEOUT);
+            let _ = super::busy::wait_up_to(conn, super::BUSY_TIMEOUT);
             return Err(jobs);
         }
         let (outs, wrote) = super::inline_flag(|| self.run_jobs(conn, jobs, true));
-        let _ = conn.busy_timeout(super::BUSY_TIMEOUT);
+        let _ = super::busy::wait_up_to(conn, super::BUSY_TIMEOUT);
         drop(guard);
         if wrote {
             self.committed();

@@ -10,6 +10,7 @@
 //! decides policy: callers hand it canonical keys and finished entries.
 
 pub mod bulk;
+mod busy;
 mod db;
 mod group;
 pub mod inventory;
@@ -240,7 +241,7 @@ impl Store {
             Connection::open_with_flags(&file, flags)
         }
         .map_err(|e| open_error(path, e))?;
-        writer.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
+        busy::wait_up_to(&writer, BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
         tune(&writer);
         // A savepoint's undo log (each write of a batch has one) in memory, never a temp file:
         // SQLite writes it to a file past 64 KiB and then keeps writing there until the
@@ -255,7 +256,7 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
         )
         .map_err(|e| open_error(path, e))?;
-        reader.busy_timeout(BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
+        busy::wait_up_to(&reader, BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
         tune(&reader);
         Ok(Store {
             path: path.to_owned(),
@@ -367,9 +368,9 @@ impl Store {
         }
         if inline_mode() {
             // One try that never waits for another process's write lock: BUSY → the worker.
-            let _ = conn.busy_timeout(Duration::ZERO);
+            let _ = busy::wait_up_to(conn, Duration::ZERO);
             let out = run_tx(conn, &mut f);
-            let _ = conn.busy_timeout(BUSY_TIMEOUT);
+            let _ = busy::wait_up_to(conn, BUSY_TIMEOUT);
             return match out {
                 Ok(v) => {
                     WROTE.with(|c| c.set(true));
@@ -435,7 +436,7 @@ impl Store {
         let conn = guard.as_mut().ok_or_else(Error::closed)?;
         let inline = inline_mode();
         if inline {
-            let _ = conn.busy_timeout(Duration::ZERO);
+            let _ = busy::wait_up_to(conn, Duration::ZERO);
         }
         let out = (|| {
             let tx = Tx::begin(conn, TxSql::BeginDeferred).map_err(sql)?;
@@ -445,7 +446,7 @@ impl Store {
             out
         })();
         if inline {
-            let _ = conn.busy_timeout(BUSY_TIMEOUT);
+            let _ = busy::wait_up_to(conn, BUSY_TIMEOUT);
         }
         out
     }

@@ -15,8 +15,10 @@ fn tmp(name: &str) -> PathBuf {
 
 /// The busy timeout (ms) of the connection `db` runs on: how long it waits for another
 /// connection's lock before SQLite refuses.
+/// How long the connection waits for a lock, in ms (`busy::wait_up_to`).
 pub(super) fn busy_timeout_ms(db: &Db<'_>) -> Result<i64> {
-    db.conn()?.query_row("PRAGMA busy_timeout", [], |r| r.get(0)).map_err(sql)
+    let bound = super::busy::bound_of(db.conn()?).unwrap_or_default();
+    Ok(bound.as_millis() as i64)
 }
 
 fn put(store: &Store, key: &str, patch: Value) {

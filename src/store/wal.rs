@@ -220,7 +220,7 @@ impl WalBound {
         // once, and a reader that ends and begins again at once (a listing in a loop) takes
         // the same slot back before a long wait notices it was free. Our writes wait meanwhile
         // (the caller holds the writer), so each try sees the readers of the moment.
-        let _ = conn.busy_timeout(TRY_WAIT);
+        let _ = super::busy::wait_up_to(conn, TRY_WAIT);
         let start = Instant::now();
         let truncated = loop {
             // (busy, log frames, frames checkpointed): busy = 0 when the log was truncated
@@ -231,7 +231,7 @@ impl WalBound {
                 _ => break false,
             }
         };
-        let _ = conn.busy_timeout(busy);
+        let _ = super::busy::wait_up_to(conn, busy);
         if truncated {
             self.failures.store(0, Ordering::Relaxed);
             self.truncations.fetch_add(1, Ordering::Relaxed);
