@@ -412,9 +412,15 @@ impl Store {
         }
     }
 
-    /// How many times the write-ahead log was truncated by a checkpoint that waited for readers.
-    pub fn wal_truncations(&self) -> u64 {
-        self.wal.as_ref().map(wal::WalBound::truncations).unwrap_or(0)
+    /// How many times a checkpoint that waited for readers started the write-ahead log over.
+    pub fn wal_restarts(&self) -> u64 {
+        self.wal.as_ref().map(wal::WalBound::restarts).unwrap_or(0)
+    }
+
+    /// How many passive checkpoints the checkpointer thread ran (tests).
+    #[cfg(test)]
+    pub fn wal_passes(&self) -> u64 {
+        self.wal.as_ref().map(wal::WalBound::passes).unwrap_or(0)
     }
 
     /// Runs `f` with a read connection (a consistent snapshot for the duration of `f`).

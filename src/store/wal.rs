@@ -6,8 +6,11 @@
 //! long export, a backup, another process listing in a loop) therefore lets the log grow
 //! without end: the gateway's users saw logs of gigabytes. This module owns the bound:
 //! `journal_size_limit` on the writer connection, and, when the log has grown past the limit
-//! anyway, one `wal_checkpoint(TRUNCATE)` that waits for the readers of the moment to finish
-//! (new readers then read the database file, not the log) and truncates the log.
+//! anyway, one `wal_checkpoint(RESTART)` that waits for the readers of the moment to finish
+//! (new readers then read the database file, not the log) and starts the log over; the commit
+//! after it cuts the file back to the limit, and the next writes go over pages of the file the
+//! OS already holds (truncating it to nothing, as `TRUNCATE` does, took 16-18 ms of the
+//! writer's time each time, and every page written after that was a new page of the file).
 //!
 //! That checkpoint runs on the writer connection, by the next write that runs on a worker
 //! (before its transaction), so it never competes with our own writers for the lock. It never
@@ -16,10 +19,17 @@
 //! SQLite's automatic checkpoint is replaced too: it ran inside the commit that crossed 1,000
 //! log pages, on whatever thread committed, the JS thread included (copying the pages back and
 //! an fsync: 15% of an upsert's time on average, and a stall of several milliseconds on the
-//! event loop every hundred or so upserts). A commit past that size now only wakes the
-//! checkpointer, a thread with a connection of its own that runs the same passive checkpoint
-//! (it never takes the write lock, never waits for a reader); the writer starts the log over
-//! afterwards, as before.
+//! event loop every hundred or so upserts). Every 1,000 new log pages a commit now only wakes
+//! the checkpointer, a thread with a connection of its own that runs the same passive
+//! checkpoint (it never takes the write lock, never waits for a reader). The log starts over
+//! when a write finds it wholly copied back, or at the limit.
+//!
+//! The checkpointer never takes the write lock. It used to, after each passive checkpoint, to
+//! copy the frames written meanwhile (`FULL`) so that the log would start over sooner: under
+//! writes back to back it held the lock through the log's and the database's syncs, 20-65 ms at
+//! a time, and a try that could not have the lock at once ran a whole passive checkpoint, syncs
+//! included (perf, issue 17: eight writers back to back spent a third of their time in rounds
+//! over 2 ms, the round's p99 was 5-23 ms; without it and with `RESTART` at the limit 1 ms).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -57,45 +67,47 @@ pub struct WalBound {
     due: AtomicBool,
     /// checkpoints in a row that found readers still there
     failures: AtomicU32,
-    /// checkpoints that truncated the log
-    truncations: AtomicU64,
+    /// checkpoints that started the log over
+    restarts: AtomicU64,
+    /// passive checkpoints the checkpointer ran
+    passes: Arc<AtomicU64>,
     /// the checkpointer thread, while the store is open
     checkpointer: Mutex<Option<Checkpointer>>,
 }
 
-/// Log pages past which a commit wakes the checkpointer (SQLite's own default).
+/// New log pages after which a commit wakes the checkpointer (SQLite's own default size).
 const AUTO_CHECKPOINT_PAGES: i32 = 1000;
+
+/// When a commit wakes the checkpointer: once every [`AUTO_CHECKPOINT_PAGES`] pages the log
+/// gained since the last wake-up. SQLite's own rule looks at the log's length, which is right
+/// when the checkpoint runs in the commit and the log starts over after it; here the log keeps
+/// its length until a write finds it wholly copied back, and that rule woke the checkpointer
+/// after nearly every commit meanwhile (a passive checkpoint of a few pages and two syncs each:
+/// the checkpointer's time per append went from 9 to 33 µs).
+#[derive(Default)]
+struct WakeMark {
+    /// the log's length at the last wake-up
+    at: i32,
+}
+
+impl WakeMark {
+    /// Whether a commit that left the log `pages` long should wake the checkpointer.
+    fn due(&mut self, pages: i32) -> bool {
+        if pages < self.at {
+            self.at = 0; // the log started over
+        }
+        pages - self.at >= AUTO_CHECKPOINT_PAGES
+    }
+
+    /// The checkpointer was woken with the log `pages` long.
+    fn woke(&mut self, pages: i32) {
+        self.at = pages;
+    }
+}
 
 struct Checkpointer {
     wake: SyncSender<()>,
     thread: JoinHandle<()>,
-}
-
-/// Tries of [`catch_up`], and the pause between two.
-const CATCH_UP_TRIES: u32 = 4;
-const CATCH_UP_PAUSE: Duration = Duration::from_millis(1);
-
-/// After a passive checkpoint, copies the frames committed while it ran, so that the log is
-/// wholly in the database and the next write starts it over (writes over the log's first
-/// pages again, which the OS still holds, instead of growing it). A passive checkpoint alone
-/// seldom gets there while writes go on: each one ends behind the last commit, the log grows to
-/// the limit and is truncated, and every page written after that is a new page of the file
-/// for the OS to allocate. Under writes back to back this only sometimes gets the lock (the
-/// log still reaches the limit at times), but it took 8-13% off an upsert's or an append's
-/// CPU (measured side by side with and without it). `FULL` holds the write lock while it copies the few
-/// frames left; the connection's busy timeout is 0, so it never waits for that lock nor for a
-/// reader (a write or a reader in the way makes it give up at once; it tries a few times, and
-/// the next wake-up again). A writer waits at most for those frames to be copied (an inline
-/// write finds the lock taken and goes to the writer thread).
-pub(super) fn catch_up(conn: &Connection) {
-    for _ in 0..CATCH_UP_TRIES {
-        // (busy, log frames, frames checkpointed); busy = 1: a write or a reader was in the way
-        let out: rusqlite::Result<i64> = conn.query_row("PRAGMA wal_checkpoint(FULL)", [], |r| r.get(0));
-        match out {
-            Ok(1) => std::thread::sleep(CATCH_UP_PAUSE),
-            _ => break,
-        }
-    }
 }
 
 impl WalBound {
@@ -110,7 +122,8 @@ impl WalBound {
             not_before_ms: AtomicU64::new(0),
             due: AtomicBool::new(false),
             failures: AtomicU32::new(0),
-            truncations: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+            passes: Arc::new(AtomicU64::new(0)),
             checkpointer: Mutex::new(None),
         }
     }
@@ -120,12 +133,13 @@ impl WalBound {
     pub fn start_checkpointer(&self, db: &Path, writer: &mut Connection) -> rusqlite::Result<()> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(db, flags)?;
-        // it never waits for a lock: see `catch_up` (a passive checkpoint never waits anyway)
+        // a passive checkpoint never waits for a lock anyway
         conn.busy_timeout(Duration::ZERO)?;
         // one wake-up waiting is enough: the checkpoint it runs copies every page there is
         let (wake, rx) = mpsc::sync_channel::<()>(1);
         let busy = Arc::new(AtomicBool::new(false));
         let running = busy.clone();
+        let passes = self.passes.clone();
         let thread = std::thread::Builder::new()
             .name("session-tools-checkpoint".into())
             .spawn(move || {
@@ -134,15 +148,8 @@ impl WalBound {
                 while rx.recv().is_ok() {
                     // passive: copies what no reader still needs, never waits (a failure loses
                     // nothing; the next commit past the mark asks again)
-                    let passive: rusqlite::Result<(i64, i64)> =
-                        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)));
-                    // (log frames, frames checkpointed): equal when no reader held any back;
-                    // while one does, catching up cannot end the log either, and would only take
-                    // the checkpoint lock from the writer's truncating checkpoint (`checkpoint`:
-                    // measured, the WAL bench's write p99 went from 6 ms to 0.5-1 s)
-                    if matches!(passive, Ok((log, done)) if log == done) {
-                        catch_up(&conn);
-                    }
+                    let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
+                    passes.fetch_add(1, Ordering::Relaxed);
                     running.store(false, Ordering::Release);
                 }
             })
@@ -153,9 +160,14 @@ impl WalBound {
                 )
             })?;
         let hook_wake = wake.clone();
+        let mut mark = WakeMark::default();
         writer.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
-            if pages >= AUTO_CHECKPOINT_PAGES && !busy.swap(true, Ordering::AcqRel) && hook_wake.try_send(()).is_err() {
-                busy.store(false, Ordering::Release);
+            if mark.due(pages) && !busy.swap(true, Ordering::AcqRel) {
+                if hook_wake.try_send(()).is_ok() {
+                    mark.woke(pages);
+                } else {
+                    busy.store(false, Ordering::Release);
+                }
             }
             Ok(())
         }))?;
@@ -210,7 +222,8 @@ impl WalBound {
     }
 
     /// The due checkpoint, on the writer connection (its caller holds it): waits for the write
-    /// lock and the readers of the moment, then truncates the log; `busy` is the connection's
+    /// lock and the readers of the moment, then starts the log over (the commit after it cuts
+    /// the file back to the limit); `busy` is the connection's
     /// usual busy timeout, set back afterwards. A checkpoint that found readers still there
     /// loses nothing: a later one tries again, waiting longer.
     pub fn checkpoint(&self, conn: &Connection, busy: Duration) {
@@ -222,9 +235,9 @@ impl WalBound {
         // (the caller holds the writer), so each try sees the readers of the moment.
         let _ = super::busy::wait_up_to(conn, TRY_WAIT);
         let start = Instant::now();
-        let truncated = loop {
-            // (busy, log frames, frames checkpointed): busy = 0 when the log was truncated
-            let out: rusqlite::Result<i64> = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0));
+        let restarted = loop {
+            // (busy, log frames, frames checkpointed): busy = 0 when the log was started over
+            let out: rusqlite::Result<i64> = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get(0));
             match out {
                 Ok(0) => break true,
                 Ok(_) if start.elapsed() < wait => std::thread::sleep(TRY_PAUSE),
@@ -232,17 +245,23 @@ impl WalBound {
             }
         };
         let _ = super::busy::wait_up_to(conn, busy);
-        if truncated {
+        if restarted {
             self.failures.store(0, Ordering::Relaxed);
-            self.truncations.fetch_add(1, Ordering::Relaxed);
+            self.restarts.fetch_add(1, Ordering::Relaxed);
         } else {
             self.failures.fetch_add(1, Ordering::Relaxed);
             self.not_before_ms.store(self.now_ms() + wait.as_millis() as u64, Ordering::Relaxed);
         }
     }
 
-    /// How many checkpoints truncated the log so far.
-    pub fn truncations(&self) -> u64 {
-        self.truncations.load(Ordering::Relaxed)
+    /// How many checkpoints started the log over so far.
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// How many passive checkpoints the checkpointer ran so far (tests).
+    #[cfg(test)]
+    pub fn passes(&self) -> u64 {
+        self.passes.load(Ordering::Relaxed)
     }
 }
