@@ -23,6 +23,7 @@ import { seedSessions, seedTranscript } from './lib/seed.mjs'
 import { orchestrationTable, orchestrationWorkloads } from './lib/orchestration.mjs'
 import { postgresTable, postgresWorkloads } from './lib/postgres.mjs'
 import { eventLoopRows, eventLoopTable, idleEventLoop } from './lib/eventloop.mjs'
+import { sustained, sustainedTable } from './lib/sustained.mjs'
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url))
 const argv = process.argv.slice(2)
@@ -38,6 +39,8 @@ const SEED_BATCH = 500
 const SIDES = ['baseline', 'sqlite', 'sessionTools'] // file baseline, better-sqlite3 baseline, ours
 const WRITERS = 8
 const BURST = 1_000
+/** Sustained 8 writers: stints per side and seconds a stint (lib/sustained.mjs). */
+const SUSTAINED = QUICK ? { stints: 2, seconds: 0.5 } : { stints: 4, seconds: 2 }
 const WAL_SECONDS = QUICK ? 5 : 30
 const WAL_HOLD_MS = 1_000
 const ONLY_WAL_SKIP = argv.includes('--no-wal')
@@ -81,6 +84,8 @@ function seedBaseline(file, size) {
 
 // ---------------------------------------------------------------- workloads
 const results = []
+/** The sustained 8-writer rows, one per size (lib/sustained.mjs). */
+const sustainedRows = []
 const notes = []
 
 // ratio: file baseline / ours; ratioSqlite: better-sqlite3 baseline / ours (medians).
@@ -179,6 +184,13 @@ async function storeWorkloads() {
       sqlite: await measure((i) => Promise.all(keysFor().map(async (k, w) => sq.upsertSession(k, patchFor(i * WRITERS + w))))),
       ours: await measure((i) => Promise.all(keysFor().map((k, w) => st.upsertSession(k, patchFor(i * WRITERS + w))))),
     })
+    // 4b. the same rounds back to back for a few seconds a side, checkpoints included
+    const [sqliteRun, oursRun] = await sustained([
+      (i) => Promise.all(keysFor().map(async (k, w) => sq.upsertSession(k, patchFor(i * WRITERS + w)))),
+      (i) => Promise.all(keysFor().map((k, w) => st.upsertSession(k, patchFor(i * WRITERS + w)))),
+    ], SUSTAINED)
+    sustainedRows.push({ size, sqlite: sqliteRun, sessionTools: oursRun, ratioSqlite: round(sqliteRun.meanMs / oursRun.meanMs) })
+    log(`writers8 sustained @ ${size}: sqlite ${sqliteRun.meanMs} ms a round, ours ${oursRun.meanMs} ms, ratio ${round(sqliteRun.meanMs / oursRun.meanMs)}`)
 
     // 5. a burst of 1,000 upserts started at once (better-sqlite3: 1,000 synchronous calls)
     const keysOfBurst = (i) => burstKeys(keys, size, i, BURST) // warm-up i < 0
@@ -360,10 +372,11 @@ try {
   }
   const eventLoop = { limitMs: 2, idle: idleLoop, rows: eventLoopRows(results) }
   fs.mkdirSync(OUT_DIR, { recursive: true })
-  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, eventLoop, memory, wal, openclaw: openclaw.skipped ? null : { ...openclaw, versus: openclawVs }, orchestration, postgres }, null, 2) + '\n')
+  fs.writeFileSync(path.join(OUT_DIR, 'results.json'), JSON.stringify({ meta, notes, results, sustained: sustainedRows, eventLoop, memory, wal, openclaw: openclaw.skipped ? null : { ...openclaw, versus: openclawVs }, orchestration, postgres }, null, 2) + '\n')
   fs.writeFileSync(path.join(OUT_DIR, 'chart.svg'), renderChart({ meta, results, sizes: SIZES }))
   console.log(`\nsession-tools ${meta.sessionToolsVersion} bench (${meta.mode}, ${meta.date}, Node ${meta.node}, ${meta.platform}, ${meta.osRelease}, ${meta.cpus}, ${meta.totalMemMB} MB; better-sqlite3 ${meta.betterSqlite3}; OpenClaw ${openclaw.skipped ? 'skipped' : `${openclaw.version} under Node ${openclaw.node}`}; load average ${meta.loadAverage.start.join(' / ')} at the start, ${meta.loadAverage.end.join(' / ')} at the end)\n`)
   console.log(table(results, memory))
+  console.log(`\n8 writers sustained (rounds back to back, ${SUSTAINED.stints} stints of ${SUSTAINED.seconds} s a side, alternating; times in ms a round):\n\n${sustainedTable(sustainedRows)}`)
   console.log(`\nEvent loop (target: no call holds it more than ${eventLoop.limitMs} ms; a burst of 1,000 calls keeps its p99 under ${eventLoop.limitMs} ms):\n\n${eventLoopTable(eventLoop.rows, eventLoop.idle)}`)
   console.log(`\nAgainst OpenClaw's own store:\n\n${openclawTable(openclaw, openclawVs)}`)
   console.log(`\nsession-tools on PostgreSQL (same workloads; sqlite = session-tools on SQLite above):\n\n${postgresTable(postgres, results)}`)
