@@ -189,8 +189,9 @@ async function storeWorkloads() {
       (i) => Promise.all(keysFor().map(async (k, w) => sq.upsertSession(k, patchFor(i * WRITERS + w)))),
       (i) => Promise.all(keysFor().map((k, w) => st.upsertSession(k, patchFor(i * WRITERS + w)))),
     ], SUSTAINED)
-    sustainedRows.push({ size, sqlite: sqliteRun, sessionTools: oursRun, ratioSqlite: round(sqliteRun.meanMs / oursRun.meanMs) })
-    log(`writers8 sustained @ ${size}: sqlite ${sqliteRun.meanMs} ms a round, ours ${oursRun.meanMs} ms, ratio ${round(sqliteRun.meanMs / oursRun.meanMs)}`)
+    const sustainedRow = { size, sqlite: sqliteRun, sessionTools: oursRun, ratioSqlite: round(sqliteRun.meanMs / oursRun.meanMs) }
+    sustainedRows.push(sustainedRow)
+    log(`writers8 sustained @ ${size}: sqlite ${sqliteRun.meanMs} ms a round, ours ${oursRun.meanMs} ms, ratio ${sustainedRow.ratioSqlite}`)
 
     // 5. a burst of 1,000 upserts started at once (better-sqlite3: 1,000 synchronous calls)
     const keysOfBurst = (i) => burstKeys(keys, size, i, BURST) // warm-up i < 0

@@ -13,9 +13,8 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// The busy timeout (ms) of the connection `db` runs on: how long it waits for another
-/// connection's lock before SQLite refuses.
-/// How long the connection waits for a lock, in ms (`busy::wait_up_to`).
+/// How long (ms) the connection `db` runs on waits for another connection's lock before SQLite
+/// refuses, as `busy::wait_up_to` last set it.
 pub(super) fn busy_timeout_ms(db: &Db<'_>) -> Result<i64> {
     let bound = super::busy::bound_of(db.conn()?).unwrap_or_default();
     Ok(bound.as_millis() as i64)

@@ -134,7 +134,7 @@ impl WalBound {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(db, flags)?;
         // a passive checkpoint never waits for a lock anyway
-        conn.busy_timeout(Duration::ZERO)?;
+        super::busy::wait_up_to(&conn, Duration::ZERO)?;
         // one wake-up waiting is enough: the checkpoint it runs copies every page there is
         let (wake, rx) = mpsc::sync_channel::<()>(1);
         let busy = Arc::new(AtomicBool::new(false));
@@ -223,9 +223,9 @@ impl WalBound {
 
     /// The due checkpoint, on the writer connection (its caller holds it): waits for the write
     /// lock and the readers of the moment, then starts the log over (the commit after it cuts
-    /// the file back to the limit); `busy` is the connection's
-    /// usual busy timeout, set back afterwards. A checkpoint that found readers still there
-    /// loses nothing: a later one tries again, waiting longer.
+    /// the file back to the limit); `busy` is the connection's usual wait for a lock, set back
+    /// afterwards. A checkpoint that found readers still there loses nothing: a later one tries
+    /// again, waiting longer.
     pub fn checkpoint(&self, conn: &Connection, busy: Duration) {
         self.due.store(false, Ordering::Relaxed);
         let wait = FIRST_WAIT.saturating_mul(1 << self.failures.load(Ordering::Relaxed).min(4)).min(MAX_WAIT);
