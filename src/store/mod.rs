@@ -30,6 +30,7 @@ pub mod transcripts;
 mod value;
 mod wal;
 mod walvfs;
+mod warm;
 pub mod watches;
 pub mod windows;
 pub mod yields;
@@ -156,6 +157,8 @@ pub struct Store {
     reader: Option<Mutex<Option<Connection>>>,
     /// The bound on the write-ahead log; `None` for `:memory:`.
     wal: Option<wal::WalBound>,
+    /// The thread keeping the file in the OS's cache; `None` for `:memory:`.
+    warm: Option<warm::Warmth>,
     /// The PostgreSQL store when the store was opened with a `postgres://` URL; the SQLite
     /// fields above are then empty and every call goes here.
     pg: Option<pg::PgStore>,
@@ -177,6 +180,7 @@ impl Store {
                 writer: Mutex::new(None),
                 reader: None,
                 wal: None,
+                warm: None,
                 pg: Some(pg),
             });
         }
@@ -216,6 +220,7 @@ impl Store {
                 writer: Mutex::new(Some(conn)),
                 reader: None,
                 wal: None,
+                warm: None,
                 pg: None,
             });
         }
@@ -258,12 +263,14 @@ impl Store {
         .map_err(|e| open_error(path, e))?;
         busy::wait_up_to(&reader, BUSY_TIMEOUT).map_err(|e| open_error(path, e))?;
         tune(&reader);
+        let warm = warm::Warmth::start(&file);
         Ok(Store {
             path: path.to_owned(),
             file: Some(file),
             writer: Mutex::new(Some(writer)),
             reader: Some(Mutex::new(Some(reader))),
             wal: Some(wal),
+            warm: Some(warm),
             pg: None,
         })
     }
@@ -296,6 +303,15 @@ impl Store {
         if let Some(w) = &self.wal {
             w.stop_checkpointer();
         }
+        if let Some(w) = &self.warm {
+            w.stop();
+        }
+    }
+
+    /// Whether work on this store may run on the JS thread without waiting for the disk: false
+    /// while a file store's first pass through its file has not ended (`warm`).
+    pub fn is_warm(&self) -> bool {
+        self.warm.as_ref().is_none_or(warm::Warmth::is_warm)
     }
 
     /// Injects (or, with `None`, clears) a real SQLite failure into the writer connection, for

@@ -36,6 +36,8 @@ pub const WRITER_NICE: i32 = 10;
 pub enum Background {
     /// The checkpointer: `SCHED_IDLE`.
     Checkpointer,
+    /// The thread keeping the file in the OS's cache (`warm`): `SCHED_IDLE`.
+    Warmer,
     /// The group-commit writer: nice [`WRITER_NICE`].
     Writer,
 }
@@ -52,7 +54,7 @@ mod imp {
 
     pub fn lower(role: Background) -> bool {
         match role {
-            Background::Checkpointer => {
+            Background::Checkpointer | Background::Warmer => {
                 let param = libc::sched_param { sched_priority: 0 };
                 // SAFETY: pid 0 is the calling thread; `param` outlives the call.
                 unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
