@@ -1,8 +1,11 @@
 // The bench's event-loop figures (bench/lib/measure.mjs): a monitor records the interval between
 // two firings of its timer, period included; the bench reports how late the timer fired.
+import v8 from 'node:v8'
+import vm from 'node:vm'
+
 import { describe, expect, it } from 'vitest'
 
-import { LOOP_RESOLUTION_MS, loopStats } from '../bench/lib/measure.mjs'
+import { gcSettled, LOOP_RESOLUTION_MS, loopMonitor, loopStats } from '../bench/lib/measure.mjs'
 
 /** A stand-in for an IntervalHistogram holding `ms` (nanoseconds inside, as Node's). */
 function histogram(ms: number[]) {
@@ -33,5 +36,25 @@ describe('loopStats', () => {
 
   it('reports nothing when the monitor took no sample', () => {
     expect(loopStats({ count: 0, max: 0, percentile: () => 0 })).toEqual({ maxMs: null, p99Ms: null, samples: 0, interval: null })
+  })
+})
+
+describe('garbage collections while a monitor ran', () => {
+  it('counts a collection made while the monitor was on, and none in a window that had none', async () => {
+    v8.setFlagsFromString('--expose-gc')
+    const gc = vm.runInNewContext('gc')
+    const h = loopMonitor()
+    h.enable()
+    gc()
+    h.disable()
+    const quiet = loopMonitor()
+    quiet.enable()
+    quiet.disable()
+    await gcSettled()
+    const seen = loopStats(h).gc
+    expect(seen.count).toBeGreaterThanOrEqual(1)
+    expect(seen.maxMs).toBeGreaterThan(0)
+    expect(seen.totalMs).toBeGreaterThanOrEqual(seen.maxMs)
+    expect(loopStats(quiet).gc).toEqual({ count: 0, maxMs: 0, totalMs: 0 })
   })
 })

@@ -40,11 +40,17 @@ const turnOf = (side) => (side ? { medianMs: side.turnMedianMs ?? null, maxMs: s
 
 export function eventLoopTable(rows, idle) {
   const f = (x) => (x == null ? '-' : x.toFixed(2))
-  const head = ['workload', 'size', 'target on', 'ours max', 'ours p99', 'sqlite max', 'sqlite p99', `ours <= ${EVENT_LOOP_LIMIT_MS} ms`]
-  const body = rows.map((r) => [r.workload, String(r.size), r.measure, f(r.sessionTools.maxMs), f(r.sessionTools.p99Ms), f(r.sqlite?.maxMs), f(r.sqlite?.p99Ms), r.within ? 'yes' : 'no'])
+  // ours GC: the longest garbage collection (and how many) while our calls ran: a delay as long
+  // is V8's pause, not a call's
+  const gc = (side) => (side.gc ? `${f(side.gc.maxMs)} (${side.gc.count})` : '-')
+  // ours faults: the process's minor page faults while our calls ran (a fault on memory the
+  // host has to hand back to the VM holds the thread that touched it)
+  const faults = (side) => (side.usage ? String(side.usage.minorFaults) : '-')
+  const head = ['workload', 'size', 'target on', 'ours max', 'ours p99', 'ours GC max (n)', 'ours faults', 'sqlite max', 'sqlite p99', `ours <= ${EVENT_LOOP_LIMIT_MS} ms`]
+  const body = rows.map((r) => [r.workload, String(r.size), r.measure, f(r.sessionTools.maxMs), f(r.sessionTools.p99Ms), gc(r.sessionTools), faults(r.sessionTools), f(r.sqlite?.maxMs), f(r.sqlite?.p99Ms), r.within ? 'yes' : 'no'])
   const w = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)))
   const line = (c) => c.map((x, i) => (i < 3 ? x.padEnd(w[i]) : x.padStart(w[i]))).join('  ')
-  const idleLine = `Idle loop (nothing running, ${idle.samples} samples): delay max ${f(idle.maxMs)} ms, p99 ${f(idle.p99Ms)} ms: a delay this large is the machine's, not a call's. Delays are how late the monitor's 1 ms timer fired (the interval it records less 1 ms).`
+  const idleLine = `Idle loop (nothing running, ${idle.samples} samples): delay max ${f(idle.maxMs)} ms, p99 ${f(idle.p99Ms)} ms, GC max ${gc(idle)} ms: a delay this large is the machine's, not a call's. Delays are how late the monitor's 1 ms timer fired (the interval it records less 1 ms).`
   const turns = rows
     .filter((r) => r.turn)
     .map((r) => `  ${r.size}: ours median ${f(r.turn.sessionTools?.medianMs)} ms, max ${f(r.turn.sessionTools?.maxMs)} ms (launch loop median ${f(r.turn.sessionTools?.launchMedianMs)}); sqlite median ${f(r.turn.sqlite?.medianMs)} ms, max ${f(r.turn.sqlite?.maxMs)} ms`)

@@ -1,7 +1,8 @@
 // Timing shared by the harness and its child processes: medians over many calls, with the
 // event-loop delay sampled while they run. Nothing here asserts on timing.
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks'
 import { spawnSync } from 'node:child_process'
+import { threads } from './threads.mjs'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 
@@ -30,16 +31,88 @@ function flushDisk() {
   spawnSync('sync', { stdio: 'ignore', timeout: 60_000 })
 }
 
-/** Before a side's timed calls: the garbage and the dirty file data earlier work left. */
-function quiet() {
+/** The run time (ms) of V8's own background threads so far: every thread named `node` but the
+ * JS thread (concurrent marking and sweeping, compiling; libuv's pool, idle here). */
+function backgroundRunMs() {
+  const js = String(process.pid)
+  let ms = 0
+  for (const [tid, t] of Object.entries(threads())) if (tid !== js && t.name === 'node') ms += t.runMs ?? 0
+  return ms
+}
+
+/** Waits until V8's background threads stop running (two polls 10 ms apart with under 0.5 ms
+ * run between them), at most `limitMs`. After the full GC of the file baseline's documents (35 MB
+ * each at 50,000 sessions) four of them ran beside the JS thread in the kernel's 4 ms slices for
+ * up to a second, on a machine of 2 cores: a late tick of 16-32 ms on either SQLite side with
+ * no GC pause in it (perf sched; the same 60 rounds after a 2 s pause: none over 0.7 ms). */
+async function settleBackground(limitMs = 2_000) {
+  const end = performance.now() + limitMs
+  let last = backgroundRunMs()
+  for (let still = 0; still < 2 && performance.now() < end; ) {
+    await new Promise((r) => setTimeout(r, 10))
+    const now = backgroundRunMs()
+    still = now - last < 0.5 ? still + 1 : 0
+    last = now
+  }
+}
+
+/** Before a side's timed calls: the garbage and the dirty file data earlier work left, and the
+ * background work collecting the garbage leaves. */
+async function quiet() {
   flushDisk()
   collect()
+  await settleBackground()
 }
+
+/** Every garbage collection of this process since the first monitor was made: [start, ms]. */
+const pauses = []
+let gcObserver = null
+function watchGc() {
+  if (gcObserver) return
+  gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push([e.startTime, e.duration])
+  })
+  gcObserver.observe({ entryTypes: ['gc'] })
+}
+
+/** The garbage collections that began inside the `[start, end]` windows: how many, the longest
+ * and their sum, in ms (a collection holds the JS thread: an event-loop delay as long as one
+ * of them is V8's, not a call's). */
+export function gcIn(windows) {
+  const inside = pauses.filter(([at]) => windows.some(([s, e]) => at >= s && at <= e))
+  return { count: inside.length, maxMs: round(Math.max(0, ...inside.map(([, ms]) => ms))), totalMs: round(inside.reduce((t, [, ms]) => t + ms, 0)) }
+}
+
+/** Lets the observer take the collections of the last moments (it hears of them a turn later). */
+export const gcSettled = () => new Promise((r) => setTimeout(() => setImmediate(r), 1))
 
 /** The resolution (ms) of every event-loop monitor of the harness. */
 export const LOOP_RESOLUTION_MS = 1
 
-export const loopMonitor = () => monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS })
+/** An event-loop monitor that also keeps the windows it was enabled in (for `gcIn`). */
+export function loopMonitor() {
+  watchGc()
+  const h = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS })
+  const { enable, disable } = h
+  h.windows = []
+  // the process's page faults and involuntary context switches while it was on (all threads)
+  h.usage = { minorFaults: 0, majorFaults: 0, involuntarySwitches: 0 }
+  let from = null
+  h.enable = () => { from = process.resourceUsage(); h.windows.push([performance.now(), Infinity]); return enable.call(h) }
+  h.disable = () => {
+    const w = h.windows[h.windows.length - 1]
+    if (w) w[1] = performance.now()
+    if (from) {
+      const to = process.resourceUsage()
+      h.usage.minorFaults += to.minorPageFault - from.minorPageFault
+      h.usage.majorFaults += to.majorPageFault - from.majorPageFault
+      h.usage.involuntarySwitches += to.involuntaryContextSwitches - from.involuntaryContextSwitches
+      from = null
+    }
+    return disable.call(h)
+  }
+  return h
+}
 
 /**
  * What a loop monitor saw, in ms. `monitorEventLoopDelay` records the time between two firings
@@ -48,11 +121,12 @@ export const loopMonitor = () => monitorEventLoopDelay({ resolution: LOOP_RESOLU
  * the resolution: `maxMs` and `p99Ms` are that delay; `interval` keeps the monitor's own figures.
  */
 export function loopStats(h) {
-  if (!h.count) return { maxMs: null, p99Ms: null, samples: 0, interval: null }
+  const gc = h.windows ? { gc: gcIn(h.windows), usage: h.usage } : {}
+  if (!h.count) return { maxMs: null, p99Ms: null, samples: 0, interval: null, ...gc }
   const max = h.max / 1e6
   const p99 = h.percentile(99) / 1e6
   const late = (x) => round(Math.max(0, x - LOOP_RESOLUTION_MS))
-  return { maxMs: late(max), p99Ms: late(p99), samples: h.count, interval: { maxMs: round(max), p99Ms: round(p99) } }
+  return { maxMs: late(max), p99Ms: late(p99), samples: h.count, interval: { maxMs: round(max), p99Ms: round(p99) }, ...gc }
 }
 
 export function pct(sorted, p) {
@@ -66,12 +140,13 @@ export function pct(sorted, p) {
  * once `run.minIters` ran). An operation that fails is counted in `errors` with its time, and
  * the run goes on. The event loop gets one turn (setImmediate) between operations, outside the
  * timed window: a synchronous implementation would otherwise hold it for the whole loop, as no
- * caller would. Between the warm-up and the timed calls, `quiet()`: a full GC and a `sync`.
+ * caller would. Between the warm-up and the timed calls, `quiet()`: a `sync`, a full GC and its
+ * background work's end.
  */
 export async function measure(run, fn) {
   const side = newSide(fn)
   await warmUp(side, run.warmup)
-  quiet()
+  await quiet()
   const start = performance.now()
   side.h.enable()
   for (let i = 0; i < run.iters; i++) {
@@ -79,6 +154,7 @@ export async function measure(run, fn) {
     if (i + 1 >= run.minIters && performance.now() - start > run.capMs) break
   }
   side.h.disable()
+  await gcSettled()
   return summary(side)
 }
 
@@ -92,7 +168,7 @@ export async function measure(run, fn) {
 export async function measureAlternating(run, fns, rounds = 6) {
   const sides = fns.map(newSide)
   for (const side of sides) await warmUp(side, run.warmup)
-  quiet()
+  await quiet()
   const per = Math.max(1, Math.ceil(run.iters / rounds))
   const start = performance.now()
   let done = 0
@@ -105,6 +181,7 @@ export async function measureAlternating(run, fns, rounds = 6) {
     done += per
     if (done >= run.minIters && performance.now() - start > run.capMs * sides.length) break
   }
+  await gcSettled()
   return sides.map(summary)
 }
 

@@ -54,7 +54,10 @@ async function soak({ file, seconds, holdMs, write }) {
   let finalBytes = 0
   try { finalBytes = fs.statSync(wal).size } catch {}
   return { seconds, holdMs, writers: WRITERS, messages, readerTransactions: transactions, largestWalBytes: largest, finalWalBytes: finalBytes,
-    writeMedianMs: round(pct(sorted, 50)), writeP99Ms: round(pct(sorted, 99)), writeMaxMs: round(sorted[sorted.length - 1]) }
+    writeMedianMs: round(pct(sorted, 50)), writeP99Ms: round(pct(sorted, 99)), writeMaxMs: round(sorted[sorted.length - 1]),
+    // the writes held by a checkpoint that waits for the reader: about 1% of them on our side,
+    // so the p99 alone falls on one side of them or the other from run to run
+    writesOver10Ms: sorted.filter((ms) => ms > 10).length, writes: sorted.length }
 }
 
 export async function walWorkload({ SessionTools, SqliteStore, work, seconds, holdMs, log }) {
@@ -75,8 +78,8 @@ export async function walWorkload({ SessionTools, SqliteStore, work, seconds, ho
 
 const mib = (b) => (b / 2 ** 20).toFixed(1)
 export function walTable(w) {
-  const row = (name, r) => `${name.padEnd(14)}  ${mib(r.largestWalBytes).padStart(10)}  ${mib(r.finalWalBytes).padStart(9)}  ${String(r.messages).padStart(9)}  ${String(r.readerTransactions).padStart(7)}  ${String(r.writeMedianMs).padStart(8)}  ${String(r.writeP99Ms).padStart(8)}`
+  const row = (name, r) => `${name.padEnd(14)}  ${mib(r.largestWalBytes).padStart(10)}  ${mib(r.finalWalBytes).padStart(9)}  ${String(r.messages).padStart(9)}  ${String(r.readerTransactions).padStart(7)}  ${String(r.writeMedianMs).padStart(8)}  ${String(r.writeP99Ms).padStart(8)}  ${`${r.writesOver10Ms}/${r.writes}`.padStart(11)}  ${String(r.writeMaxMs).padStart(8)}`
   return [`${w.sqlite.seconds} s of writes (${w.sqlite.writers} writers, each a call every ${PAUSE_MS} ms, ${BATCH} messages a call), a reader always in a transaction held ${w.sqlite.holdMs} ms`, '',
-    `${'side'.padEnd(14)}  ${'WAL max MiB'.padStart(10)}  ${'final MiB'.padStart(9)}  ${'messages'.padStart(9)}  ${'reads'.padStart(7)}  ${'write med'.padStart(8)}  ${'write p99'.padStart(8)}`,
+    `${'side'.padEnd(14)}  ${'WAL max MiB'.padStart(10)}  ${'final MiB'.padStart(9)}  ${'messages'.padStart(9)}  ${'reads'.padStart(7)}  ${'write med'.padStart(8)}  ${'write p99'.padStart(8)}  ${'over 10 ms'.padStart(11)}  ${'write max'.padStart(8)}`,
     row('better-sqlite3', w.sqlite), row('session-tools', w.sessionTools)].join('\n')
 }
