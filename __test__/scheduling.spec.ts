@@ -94,7 +94,7 @@ describe('writes folded together, each caller told its own outcome', () => {
 describe('the store\'s background threads leave the JS thread its core (src/store/priority.rs)', () => {
   const SCHED_OTHER = 0
   const SCHED_IDLE = 5
-  test.runIf(process.platform === 'linux')('given a file store when it is open then its checkpointer runs in the idle class, its writer at nice 10, and this thread as it was', async () => {
+  test.runIf(process.platform === 'linux')('given a file store when it is open then its checkpointer and its cache keeper run in the idle class, its writer at nice 10, and this thread as it was', async () => {
     const jsThread = () => threads()[String(process.pid)]
     const before = jsThread()
     const { st } = await openFile()
@@ -103,9 +103,12 @@ describe('the store\'s background threads leave the JS thread its core (src/stor
     const all = Object.values(threads())
     const checkpointers = all.filter((t) => t.name.startsWith('session-tools-c'))
     const writers = all.filter((t) => t.name.startsWith('session-tools-w'))
+    // the thread keeping the file in the OS's cache (src/store/warm.rs)
+    const keepers = all.filter((t) => t.name.startsWith('session-tools-k'))
     expect(checkpointers.length).toBeGreaterThan(0)
     expect(writers.length).toBeGreaterThan(0)
-    for (const t of checkpointers) expect(t.policy).toBe(SCHED_IDLE)
+    expect(keepers.length).toBeGreaterThan(0)
+    for (const t of [...checkpointers, ...keepers]) expect(t.policy).toBe(SCHED_IDLE)
     for (const t of writers) expect([t.policy, t.nice]).toEqual([SCHED_OTHER, 10])
     // the JS thread keeps its policy and nice
     const now = jsThread()

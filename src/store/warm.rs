@@ -10,7 +10,7 @@
 //! for two minutes while the other stores were timed). The page cache does not keep an unused
 //! file for ever: on our machines it gave back about 100 KB a second of one.
 //!
-//! So a thread of the store's own (`session-tools-warm`, in the idle class like the
+//! So a thread of the store's own (`session-tools-keep`, in the idle class like the
 //! checkpointer: `priority`) reads the database file through once when the store opens, and
 //! until that first pass has ended the store says its file is cold ([`Warmth::is_warm`]) and
 //! inline work goes to the store's threads instead, where a read from the disk waits on a thread
@@ -24,7 +24,7 @@
 use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -54,16 +54,18 @@ impl Warmth {
     pub fn start(db: &Path) -> Warmth {
         let warm = Arc::new(AtomicBool::new(true));
         let keeps = Arc::new(AtomicU64::new(0));
-        let cold = |file: &File| file.metadata().is_ok_and(|m| m.len() <= WARM_MAX_BYTES) && imp::SUPPORTED;
-        let Some(file) = File::open(db).ok().filter(cold) else {
+        let kept = |file: &File| imp::SUPPORTED && file.metadata().is_ok_and(|m| m.len() <= WARM_MAX_BYTES);
+        let Some(file) = File::open(db).ok().filter(kept) else {
             return Warmth { warm, keeps, thread: Mutex::new(None) };
         };
         warm.store(false, Ordering::Release);
         let (stop, stopped) = mpsc::channel::<()>();
         let (flag, count) = (warm.clone(), keeps.clone());
-        let spawned = std::thread::Builder::new().name("session-tools-warm".into()).spawn(move || {
+        let spawned = std::thread::Builder::new().name("session-tools-keep".into()).spawn(move || {
             super::priority::lower_this_thread(super::priority::Background::Warmer);
-            imp::read_through(&file);
+            // a store closed meanwhile ends the pass at the next read
+            let closed = || matches!(stopped.try_recv(), Err(TryRecvError::Disconnected));
+            imp::read_through(&file, closed);
             flag.store(true, Ordering::Release);
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(KEEP_EVERY) {
                 keep(&file);
@@ -85,7 +87,7 @@ impl Warmth {
         self.warm.load(Ordering::Acquire)
     }
 
-    /// Ends the thread (after the pass it is in). Idempotent.
+    /// Ends the thread (the first pass at its next read of 1 MiB). Idempotent.
     pub fn stop(&self) {
         let taken = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some((stop, handle)) = taken {
@@ -123,13 +125,14 @@ mod imp {
 
     pub const SUPPORTED: bool = true;
 
-    /// Reads the whole file once (its pages then come from the cache); a failure ends the pass.
-    pub fn read_through(file: &std::fs::File) {
+    /// Reads the whole file once (its pages then come from the cache); a failure, or `stop`
+    /// answering true, ends the pass.
+    pub fn read_through(file: &std::fs::File, stop: impl Fn() -> bool) {
         use std::os::unix::fs::FileExt;
         let mut buf = vec![0u8; super::READ_BYTES];
         let mut at = 0u64;
         while let Ok(n) = file.read_at(&mut buf, at) {
-            if n == 0 {
+            if n == 0 || stop() {
                 break;
             }
             at += n as u64;
@@ -148,7 +151,7 @@ mod imp {
 mod imp {
     pub const SUPPORTED: bool = false;
 
-    pub fn read_through(_: &std::fs::File) {}
+    pub fn read_through(_: &std::fs::File, _: impl Fn() -> bool) {}
 
     pub fn will_need(_: &std::fs::File, _: u64, _: u64) {}
 }
