@@ -245,8 +245,10 @@ fn when_the_connection_of_a_postgres_batch_is_cut_its_jobs_are_told_and_the_rest
             // writes: its write finds the connection gone and is tried again alone
             job(move || {
                 let pid = *pid_b.lock().expect("pid");
+                // with a timeout, the call waits until the process is gone (without one it only
+                // signals it, and a write that came first could still commit: a flaky test)
                 let ended = other.read(|db| {
-                    db.row("SELECT pg_terminate_backend(CAST(?1 AS INTEGER))", args![pid], |r| r.get::<bool>(0))
+                    db.row("SELECT pg_terminate_backend(CAST(?1 AS INTEGER), 10000)", args![pid], |r| r.get::<bool>(0))
                 })?;
                 assert_eq!(ended, Some(true), "the batch's server process was ended");
                 put(&b.0, "agent:main:b", "B")
