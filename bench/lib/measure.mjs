@@ -121,12 +121,12 @@ export function loopMonitor() {
  * the resolution: `maxMs` and `p99Ms` are that delay; `interval` keeps the monitor's own figures.
  */
 export function loopStats(h) {
-  const gc = h.windows ? { gc: gcIn(h.windows), usage: h.usage } : {}
-  if (!h.count) return { maxMs: null, p99Ms: null, samples: 0, interval: null, ...gc }
+  const costs = h.windows ? { gc: gcIn(h.windows), usage: h.usage } : {}
+  if (!h.count) return { maxMs: null, p99Ms: null, samples: 0, interval: null, ...costs }
   const max = h.max / 1e6
   const p99 = h.percentile(99) / 1e6
   const late = (x) => round(Math.max(0, x - LOOP_RESOLUTION_MS))
-  return { maxMs: late(max), p99Ms: late(p99), samples: h.count, interval: { maxMs: round(max), p99Ms: round(p99) }, ...gc }
+  return { maxMs: late(max), p99Ms: late(p99), samples: h.count, interval: { maxMs: round(max), p99Ms: round(p99) }, ...costs }
 }
 
 export function pct(sorted, p) {

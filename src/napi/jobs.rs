@@ -111,7 +111,7 @@ pub fn spawn_fast_text<'env>(
     if lane == Lane::Write || lanes::turn_has_writes() {
         return lanes::queue(env, lanes, lane, job);
     }
-    if !engine.store().is_warm() || !take_inline_turn(env) {
+    if !take_inline_turn(env) {
         return lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)));
     }
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(engine))));

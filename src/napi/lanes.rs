@@ -375,10 +375,6 @@ fn flush(env: &Env) {
         }
         budget -= 1;
         let engine = q.lanes.engine.clone();
-        if !engine.store().is_warm() {
-            spill(q);
-            continue;
-        }
         let job = q.job.clone();
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::store::inline(|| job(&engine))));
         match out {
@@ -416,8 +412,7 @@ fn run_writes(env: &Env, writes: Vec<Queued>) -> bool {
             Box::new(move || job(&engine)) as GroupJob
         })
         .collect();
-    let inline = if engine.store().is_warm() { engine.store().try_run_inline(jobs) } else { Err(jobs) };
-    match inline {
+    match engine.store().try_run_inline(jobs) {
         Ok(outs) => {
             let mut later = false;
             for (q, out) in writes.into_iter().zip(outs) {

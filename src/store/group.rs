@@ -173,11 +173,12 @@ impl Store {
     }
 
     /// Runs `jobs` as one batch on this thread (the JS thread) if it can go at once: the
-    /// writer connection free, no other process holding the write lock, no checkpoint due.
+    /// writer connection free, no other process holding the write lock, no checkpoint due, the
+    /// file in the OS's cache ([`Store::is_warm`]).
     /// Otherwise nothing runs and the jobs come back. A job whose outcome is a would-block
     /// refusal ([`super::is_would_block`]) wrote nothing and may be run again elsewhere.
     pub fn try_run_inline(&self, jobs: Vec<GroupJob>) -> std::result::Result<Vec<Result<String>>, Vec<GroupJob>> {
-        if self.pg.is_some() {
+        if self.pg.is_some() || !self.is_warm() {
             return Err(jobs);
         }
         let mut guard = match self.writer.try_lock() {

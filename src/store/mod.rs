@@ -117,18 +117,6 @@ fn inline_mode() -> bool {
     INLINE.with(|c| c.get())
 }
 
-/// Locks a connection: at once in inline mode (or [`would_block`]), else waiting.
-fn lock_conn(m: &Mutex<Option<Connection>>) -> Result<std::sync::MutexGuard<'_, Option<Connection>>> {
-    if inline_mode() {
-        return match m.try_lock() {
-            Ok(g) => Ok(g),
-            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => Err(would_block()),
-        };
-    }
-    Ok(m.lock().unwrap_or_else(|p| p.into_inner()))
-}
-
 /// How long a writer waits for another writer's lock before SQLite gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a write that still found the database busy is tried again, in all.
@@ -309,9 +297,26 @@ impl Store {
     }
 
     /// Whether work on this store may run on the JS thread without waiting for the disk: false
-    /// while a file store's first pass through its file has not ended (`warm`).
+    /// while a file store's first pass through its file has not ended (`warm`). Inline mode
+    /// treats a cold store as a taken lock: the call would wait (here, for the disk).
     pub fn is_warm(&self) -> bool {
         self.warm.as_ref().is_none_or(warm::Warmth::is_warm)
+    }
+
+    /// Locks one of this store's connections: at once in inline mode, or [`would_block`] when
+    /// another thread holds it or the file is still cold; else waiting.
+    fn lock_conn<'a>(&self, m: &'a Mutex<Option<Connection>>) -> Result<std::sync::MutexGuard<'a, Option<Connection>>> {
+        if inline_mode() {
+            if !self.is_warm() {
+                return Err(would_block());
+            }
+            return match m.try_lock() {
+                Ok(g) => Ok(g),
+                Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => Err(would_block()),
+            };
+        }
+        Ok(m.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Injects (or, with `None`, clears) a real SQLite failure into the writer connection, for
@@ -373,7 +378,7 @@ impl Store {
             }
             return Err(Error::store("internal error: the write batch ended under its job"));
         }
-        let mut guard = lock_conn(&self.writer)?;
+        let mut guard = self.lock_conn(&self.writer)?;
         let conn = guard.as_mut().ok_or_else(Error::closed)?;
         if let Some(w) = self.wal.as_ref().filter(|w| w.is_due()) {
             // It waits for readers: never on the JS thread.
@@ -454,7 +459,7 @@ impl Store {
             Some(r) => r,
             None => &self.writer,
         };
-        let mut guard = lock_conn(lock)?;
+        let mut guard = self.lock_conn(lock)?;
         let conn = guard.as_mut().ok_or_else(Error::closed)?;
         let inline = inline_mode();
         if inline {

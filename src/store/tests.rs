@@ -87,6 +87,40 @@ fn inline_calls_never_wait_they_report_would_block_instead() {
 }
 
 #[test]
+fn a_cold_file_sends_inline_calls_to_the_threads_as_a_taken_lock_does() {
+    let p = tmp("cold.db");
+    let a = Store::open(p.to_str().unwrap()).unwrap();
+    put(&a, "agent:main:k", json!({"label": "one"}));
+    let warmth = a.warm.as_ref().unwrap();
+    let start = std::time::Instant::now();
+    while !a.is_warm() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the first pass never ended");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // the first pass has not ended (or the file was cold): nothing inline reads the file
+    warmth.set_warm(false);
+    let read = inline(|| a.read(|db| db.session("agent:main:k"))).unwrap_err();
+    assert!(is_would_block(&read));
+    let write = inline(|| a.write(|db| db.put_session("agent:main:k", &Map::new()))).unwrap_err();
+    assert!(is_would_block(&write));
+    let batch: Vec<GroupJob> = vec![Box::new(|| Ok(String::from("ran")))];
+    assert_eq!(a.try_run_inline(batch).err().map(|j| j.len()), Some(1), "the batch comes back unrun");
+    assert_eq!(
+        a.read(|db| db.session("agent:main:k")).unwrap().unwrap()["label"],
+        "one",
+        "the inline write wrote nothing"
+    );
+    // off the JS thread the same calls simply run
+    put(&a, "agent:main:k", json!({"label": "two"}));
+    assert_eq!(a.read(|db| db.session("agent:main:k")).unwrap().unwrap()["label"], "two");
+    // warm: inline again
+    warmth.set_warm(true);
+    assert_eq!(inline(|| a.read(|db| db.session("agent:main:k"))).unwrap().unwrap()["label"], "two");
+    let batch: Vec<GroupJob> = vec![Box::new(|| Ok(String::from("ran")))];
+    assert_eq!(a.try_run_inline(batch).ok().unwrap()[0].as_deref().unwrap(), "ran");
+}
+
+#[test]
 fn a_write_over_an_entry_keeps_every_projected_column_in_step() {
     let s = Store::open(":memory:").unwrap();
     let cols = |k: &str| {

@@ -13,8 +13,8 @@
 //! So a thread of the store's own (`session-tools-keep`, in the idle class like the
 //! checkpointer: `priority`) reads the database file through once when the store opens, and
 //! until that first pass has ended the store says its file is cold ([`Warmth::is_warm`]) and
-//! inline work goes to the store's threads instead, where a read from the disk waits on a thread
-//! nobody else waits for. After that it asks the OS every [`KEEP_EVERY`] to read back whatever
+//! inline mode treats it as a taken lock (`store::inline`): the work goes to the store's
+//! threads, where a read from the disk waits on a thread nobody else waits for. After that it asks the OS every [`KEEP_EVERY`] to read back whatever
 //! it let go (`posix_fadvise(WILLNEED)`, [`ADVISE_BYTES`] at a time: the kernel caps one
 //! request; 1.3 ms of system time for a file of 54 MB that is all there). A file larger than
 //! [`WARM_MAX_BYTES`] is left to the OS (which pages of it matter is its working set, not the
@@ -94,6 +94,12 @@ impl Warmth {
             drop(stop);
             let _ = handle.join();
         }
+    }
+
+    /// Calls the file cold (or warm again) whatever the thread found (tests).
+    #[cfg(test)]
+    pub fn set_warm(&self, warm: bool) {
+        self.warm.store(warm, Ordering::Release);
     }
 
     /// How many times the OS was asked to read back what it let go (tests).
