@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use super::{Deliver, GroupJob, GroupWriter};
 use crate::entry;
 use crate::error::{Error, ErrorCode, Result};
-use crate::store::tests::busy_timeout_ms;
+use crate::store::tests::{busy_timeout_ms, warm};
 use crate::store::{Fault, Store};
 
 /// A store as the writer's owner (the PostgreSQL batch tests use these helpers too).
@@ -20,10 +20,14 @@ impl AsRef<Store> for Owner {
     }
 }
 
+/// A new file store, once its file is read into the OS's cache (until then nothing runs inline:
+/// `warm`).
 fn open() -> Arc<Owner> {
     let dir = std::env::temp_dir().join(format!("st-group-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    Arc::new(Owner(Store::open(dir.join("g.db").to_str().unwrap()).unwrap()))
+    let store = Store::open(dir.join("g.db").to_str().unwrap()).unwrap();
+    warm(&store);
+    Arc::new(Owner(store))
 }
 
 pub(crate) fn put(store: &Store, key: &str, label: &str) -> Result<String> {

@@ -20,6 +20,15 @@ pub(super) fn busy_timeout_ms(db: &Db<'_>) -> Result<i64> {
     Ok(bound.as_millis() as i64)
 }
 
+/// Waits until `store`'s file is read into the OS's cache: until then nothing runs inline (`warm`).
+pub(super) fn warm(store: &Store) {
+    let start = std::time::Instant::now();
+    while !store.is_warm() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the store's file was never read through");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn put(store: &Store, key: &str, patch: Value) {
     let patch: Map<String, Value> = patch.as_object().cloned().unwrap();
     store
@@ -35,6 +44,7 @@ fn inline_calls_never_wait_they_report_would_block_instead() {
     let p = tmp("inline.db");
     let a = Store::open(p.to_str().unwrap()).unwrap();
     let b = Store::open(p.to_str().unwrap()).unwrap();
+    warm(&a);
     put(&a, "agent:main:k", json!({"label": "one"}));
     // another thread holds this store's writer connection (held by this very thread: a call
     // that waited for it would never return)
@@ -92,11 +102,7 @@ fn a_cold_file_sends_inline_calls_to_the_threads_as_a_taken_lock_does() {
     let a = Store::open(p.to_str().unwrap()).unwrap();
     put(&a, "agent:main:k", json!({"label": "one"}));
     let warmth = a.warm.as_ref().unwrap();
-    let start = std::time::Instant::now();
-    while !a.is_warm() {
-        assert!(start.elapsed() < Duration::from_secs(20), "the first pass never ended");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    warm(&a);
     // the first pass has not ended (or the file was cold): nothing inline reads the file
     warmth.set_warm(false);
     let read = inline(|| a.read(|db| db.session("agent:main:k"))).unwrap_err();
