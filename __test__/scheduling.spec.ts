@@ -91,6 +91,27 @@ describe('writes folded together, each caller told its own outcome', () => {
   })
 })
 
+describe('reads that never run inline go to the store\'s reader thread (src/napi/lanes.rs)', () => {
+  test.runIf(process.platform === 'linux')('given filtered lists when they run then the reader thread runs them, not the runtime\'s workers', async () => {
+    const { st } = await openFile()
+    await Promise.all(Array.from({ length: 300 }, (_, i) => st.upsertSession(`agent:main:group:g${i}`, { label: `g${i}` })))
+    // time run since `before` by the threads named `prefix…` (per thread: one may end meanwhile)
+    const ranSince = (before: ReturnType<typeof threads>, prefix: string) =>
+      Object.entries(threads())
+        .filter(([, t]) => t.name.startsWith(prefix))
+        .reduce((a, [tid, t]) => a + (t.runMs ?? 0) - (before[tid]?.runMs ?? 0), 0)
+    const before = threads()
+    for (let i = 0; i < 100; i++) {
+      const listed = await st.sessionsList({ kinds: ['group'], activeMinutes: 60 }, { agentSessionKey: 'agent:main:main' })
+      expect(listed.count).toBe(200)
+    }
+    const [reader, runtime] = [ranSince(before, 'session-tools-r'), ranSince(before, 'tokio-rt-worker')]
+    expect(reader).toBeGreaterThan(0)
+    expect(runtime).toBeLessThan(reader / 4)
+    await st.close()
+  })
+})
+
 describe('the store\'s background threads leave the JS thread its core (src/store/priority.rs)', () => {
   const SCHED_OTHER = 0
   const SCHED_IDLE = 5

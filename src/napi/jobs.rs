@@ -1,5 +1,6 @@
 //! How a call from JS is scheduled: a short store job inline on the JS thread when it is
-//! bounded and can go at once, else on a worker; async work (model runs, waits) on the runtime.
+//! bounded and can go at once, else on its lane (`lanes`); async work (model runs, waits) and the
+//! long jobs of import and export on the runtime.
 //! Every promise settles with the result or a JS error (`error.rs`); a panic becomes a
 //! `STORE_ERROR` rejection. Which tool call is bounded is the `Tool`'s to say, not this file's.
 
@@ -215,10 +216,9 @@ pub fn tool_promise<'env>(
         let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
         return spawn_fast(env, lanes, Lane::Read, Ok(job));
     }
+    // a read too long to run inline (a filtered list, a long history): on the reader lane
     if !wrap {
-        let job: TextJob = Box::new(move |e: &Engine| tools::run_wire(e, tool, &params, &ctx));
-        return spawn_text(env, Some(orch.engine().clone()), Ok(job));
+        return lanes.submit(env, Lane::Read, Box::new(move |e: &Engine| tools::run_wire(e, tool, &params, &ctx)));
     }
-    let job: Job = Box::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
-    spawn_job(env, Some(orch.engine().clone()), Ok(job))
+    lanes.submit(env, Lane::Read, Box::new(move |e: &Engine| to_text(&tools::run(e, tool, &params, &ctx, wrap)?)))
 }
