@@ -225,8 +225,10 @@ fn a_renewal_after_the_server_dropped_the_renewing_connection_renews_on_a_new_on
     assert!(a.renew(&s, 60_000).unwrap());
     let first = expiry_of(&s, &a).unwrap();
     let killer = testdb::Session::open();
-    let sql =
-        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) k";
+    // with a timeout the call returns once the process is gone (without one it only signals it,
+    // and the renewal could still go through the old connection)
+    let sql = "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+               WHERE application_name = $1) k";
     assert!(killer.count(sql, &[&testdb::LEASE_CONNECTION]) >= 1, "the renewing connection was there");
     assert!(a.renew(&s, 600_000).unwrap(), "renewed on a new connection");
     assert!(expiry_of(&s, &a).unwrap() > first);

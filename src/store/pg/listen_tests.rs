@@ -55,10 +55,11 @@ fn an_item_recorded_by_one_store_wakes_the_others_on_its_schema_only_and_after_a
     heard_elsewhere.recv_timeout(WITHIN).expect("the other schema's store hears of its own item");
     assert!(heard.recv_timeout(QUIET).is_err(), "no wake for a duplicate, a rollback or another schema's item");
 
-    // the server drops the listening connections: they come back, and hear again
+    // the server drops the listening connections (the call returns once they are gone): they
+    // come back, and hear again
     drain(&heard);
     testdb::exec(&format!(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{APPLICATION_NAME}'"
+        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = '{APPLICATION_NAME}'"
     ));
     heard.recv_timeout(WITHIN * 2).expect("a wake once listening again");
     assert!(record(&a, "k4"));
