@@ -174,11 +174,11 @@ impl Store {
 
     /// Runs `jobs` as one batch on this thread (the JS thread) if it can go at once: the
     /// writer connection free, no other process holding the write lock, no checkpoint due, the
-    /// file in the OS's cache ([`Store::is_warm`]).
+    /// file in the OS's cache and no recent inline run slow (`Store::inline_ready`).
     /// Otherwise nothing runs and the jobs come back. A job whose outcome is a would-block
     /// refusal ([`super::is_would_block`]) wrote nothing and may be run again elsewhere.
     pub fn try_run_inline(&self, jobs: Vec<GroupJob>) -> std::result::Result<Vec<Result<String>>, Vec<GroupJob>> {
-        if self.pg.is_some() || !self.is_warm() {
+        if self.pg.is_some() || !self.inline_ready() {
             return Err(jobs);
         }
         let mut guard = match self.writer.try_lock() {
@@ -196,7 +196,7 @@ impl Store {
             let _ = super::busy::wait_up_to(conn, super::BUSY_TIMEOUT);
             return Err(jobs);
         }
-        let (outs, wrote) = super::inline_flag(|| self.run_jobs(conn, jobs, true));
+        let (outs, wrote) = self.cool.timed(|| super::inline_flag(|| self.run_jobs(conn, jobs, true)));
         let _ = super::busy::wait_up_to(conn, super::BUSY_TIMEOUT);
         drop(guard);
         if wrote {

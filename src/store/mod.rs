@@ -11,6 +11,7 @@
 
 pub mod bulk;
 mod busy;
+mod cooldown;
 mod db;
 mod group;
 pub mod inventory;
@@ -147,6 +148,8 @@ pub struct Store {
     wal: Option<wal::WalBound>,
     /// The thread keeping the file in the OS's cache; `None` for `:memory:`.
     warm: Option<warm::Warmth>,
+    /// Inline runs refused for a while after a slow one (`cooldown`).
+    cool: cooldown::Cooldown,
     /// The PostgreSQL store when the store was opened with a `postgres://` URL; the SQLite
     /// fields above are then empty and every call goes here.
     pg: Option<pg::PgStore>,
@@ -169,6 +172,7 @@ impl Store {
                 reader: None,
                 wal: None,
                 warm: None,
+                cool: cooldown::Cooldown::default(),
                 pg: Some(pg),
             });
         }
@@ -209,6 +213,7 @@ impl Store {
                 reader: None,
                 wal: None,
                 warm: None,
+                cool: cooldown::Cooldown::default(),
                 pg: None,
             });
         }
@@ -259,6 +264,7 @@ impl Store {
             reader: Some(Mutex::new(Some(reader))),
             wal: Some(wal),
             warm: Some(warm),
+            cool: cooldown::Cooldown::default(),
             pg: None,
         })
     }
@@ -303,11 +309,24 @@ impl Store {
         self.warm.as_ref().is_none_or(warm::Warmth::is_warm)
     }
 
+    /// Whether an inline run may start: the file in the OS's cache (`warm`), and no recent
+    /// inline run slow (`cooldown`).
+    fn inline_ready(&self) -> bool {
+        self.is_warm() && !self.cool.is_cooling()
+    }
+
+    /// How many inline runs took longer than the event loop's budget (`cooldown`; tests).
+    #[cfg(test)]
+    pub fn slow_inline_runs(&self) -> u64 {
+        self.cool.slow_runs()
+    }
+
     /// Locks one of this store's connections: at once in inline mode, or [`would_block`] when
-    /// another thread holds it or the file is still cold; else waiting.
+    /// another thread holds it or inline runs must wait ([`inline_ready`](Self::inline_ready));
+    /// else waiting.
     fn lock_conn<'a>(&self, m: &'a Mutex<Option<Connection>>) -> Result<std::sync::MutexGuard<'a, Option<Connection>>> {
         if inline_mode() {
-            if !self.is_warm() {
+            if !self.inline_ready() {
                 return Err(would_block());
             }
             return match m.try_lock() {
@@ -390,7 +409,7 @@ impl Store {
         if inline_mode() {
             // One try that never waits for another process's write lock: BUSY → the worker.
             let _ = busy::wait_up_to(conn, Duration::ZERO);
-            let out = run_tx(conn, &mut f);
+            let out = self.cool.timed(|| run_tx(conn, &mut f));
             let _ = busy::wait_up_to(conn, BUSY_TIMEOUT);
             return match out {
                 Ok(v) => {
@@ -465,13 +484,14 @@ impl Store {
         if inline {
             let _ = busy::wait_up_to(conn, Duration::ZERO);
         }
-        let out = (|| {
+        let run = || {
             let tx = Tx::begin(conn, TxSql::BeginDeferred).map_err(sql)?;
             let out = f(&Db::new(conn));
             // A read transaction has nothing to commit; ending it releases the snapshot.
             let _ = tx.end(TxSql::Rollback);
             out
-        })();
+        };
+        let out = if inline { self.cool.timed(run) } else { run() };
         if inline {
             let _ = busy::wait_up_to(conn, BUSY_TIMEOUT);
         }

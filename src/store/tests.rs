@@ -127,6 +127,61 @@ fn a_cold_file_sends_inline_calls_to_the_threads_as_a_taken_lock_does() {
 }
 
 #[test]
+fn a_slow_inline_run_sends_the_inline_calls_of_the_next_second_to_the_threads() {
+    let p = tmp("slow.db");
+    let a = Store::open(p.to_str().unwrap()).unwrap();
+    warm(&a);
+    put(&a, "agent:main:k", json!({"label": "one"}));
+    let runs = a.slow_inline_runs();
+    // an inline read longer than the event loop's budget (a page read from the disk, say) still
+    // answers
+    let slow = inline(|| {
+        a.read(|db| {
+            std::thread::sleep(cooldown::SLOW + Duration::from_millis(1));
+            db.session("agent:main:k")
+        })
+    });
+    assert_eq!(slow.unwrap().unwrap()["label"], "one");
+    assert!(a.slow_inline_runs() > runs);
+    // then inline reads, writes and batches are refused as if the store were busy
+    assert!(inline(|| a.read(|db| db.session("agent:main:k"))).is_err_and(|e| is_would_block(&e)));
+    let write = inline(|| a.write(|db| db.put_session("agent:main:k", &Map::new())));
+    assert!(write.is_err_and(|e| is_would_block(&e)));
+    let batch: Vec<GroupJob> = vec![Box::new(|| Ok(String::from("ran")))];
+    assert_eq!(a.try_run_inline(batch).err().map(|j| j.len()), Some(1));
+    // off the JS thread the same calls run
+    put(&a, "agent:main:k", json!({"label": "two"}));
+    // once the cool-down is over, inline again
+    std::thread::sleep(cooldown::COOL);
+    assert_eq!(inline(|| a.read(|db| db.session("agent:main:k"))).unwrap().unwrap()["label"], "two");
+    // a slow inline write is committed, and starts a cool-down likewise
+    std::thread::sleep(cooldown::COOL);
+    let runs = a.slow_inline_runs();
+    let wrote = inline(|| {
+        a.write(|db| {
+            std::thread::sleep(cooldown::SLOW + Duration::from_millis(1));
+            let mut e = db.session("agent:main:k")?.unwrap_or_default();
+            e.insert("label".into(), json!("three"));
+            db.put_session("agent:main:k", &e)
+        })
+    });
+    assert!(wrote.is_ok());
+    assert!(a.slow_inline_runs() > runs);
+    assert!(inline(|| a.read(|db| db.session("agent:main:k"))).is_err_and(|e| is_would_block(&e)));
+    assert_eq!(a.read(|db| db.session("agent:main:k")).unwrap().unwrap()["label"], "three");
+    // and so does a slow inline batch
+    std::thread::sleep(cooldown::COOL);
+    let runs = a.slow_inline_runs();
+    let slow_job: GroupJob = Box::new(|| {
+        std::thread::sleep(cooldown::SLOW + Duration::from_millis(1));
+        Ok(String::from("ran"))
+    });
+    assert_eq!(a.try_run_inline(vec![slow_job]).ok().unwrap()[0].as_deref().unwrap(), "ran");
+    assert!(a.slow_inline_runs() > runs);
+    assert!(inline(|| a.read(|db| db.session("agent:main:k"))).is_err_and(|e| is_would_block(&e)));
+}
+
+#[test]
 fn a_write_over_an_entry_keeps_every_projected_column_in_step() {
     let s = Store::open(":memory:").unwrap();
     let cols = |k: &str| {
