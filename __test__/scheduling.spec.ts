@@ -112,6 +112,36 @@ describe('reads that never run inline go to the store\'s reader thread (src/napi
   })
 })
 
+describe('a large append runs on the writer thread, in its place (src/engine/mod.rs INLINE_APPEND_BYTES)', () => {
+  test.runIf(process.platform === 'linux')('given a large append among small writes in one turn when they settle then the writer thread ran it and every write applied in call order', async () => {
+    const { st } = await openFile()
+    const key = 'agent:main:big'
+    const small = (n: number) => [{ role: 'user', content: `small ${n}` }]
+    const large = Array.from({ length: 100 }, (_, i) => ({ role: 'assistant', content: `large ${i} ${'x'.repeat(400)}` }))
+    await st.appendMessages(key, small(0))
+    const ranSince = (before: ReturnType<typeof threads>) =>
+      Object.entries(threads())
+        .filter(([, t]) => t.name.startsWith('session-tools-w'))
+        .reduce((a, [tid, t]) => a + (t.runMs ?? 0) - (before[tid]?.runMs ?? 0), 0)
+    const before = threads()
+    // the first call of a turn takes the native method, the later ones are gathered in JS: a
+    // large one goes to the writer on either path
+    const settled = await Promise.all([
+      st.appendMessages(key, large),
+      st.appendMessages(key, small(1)),
+      st.appendMessages(key, large),
+      st.appendMessages(key, small(2)),
+    ])
+    expect(ranSince(before)).toBeGreaterThan(0)
+    expect(settled.map((r: any) => r.appended)).toEqual([100, 1, 100, 1])
+    const page = await st.chatHistory(key, { limit: 1000 })
+    const order = page.messages.map((m: any) => String(m.content).split(' ').slice(0, 2).join(' '))
+    const big = Array.from({ length: 100 }, (_, i) => `large ${i}`)
+    expect(order).toEqual(['small 0', ...big, 'small 1', ...big, 'small 2'])
+    await st.close()
+  })
+})
+
 describe('the store\'s background threads leave the JS thread its core (src/store/priority.rs)', () => {
   const SCHED_OTHER = 0
   const SCHED_IDLE = 5

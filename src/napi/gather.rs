@@ -14,8 +14,8 @@
 //! only this script holds, which queues the segment's place among the turn's writes; a native
 //! write or read queued after it seals it (the next gathered call opens another), so calls keep
 //! their order. Anything unusual (a key that is not a string, an argument that is not an object,
-//! one JSON cannot carry, a `this` that is not an open store) goes to the native method, which
-//! answers exactly as before.
+//! one JSON cannot carry, a `this` that is not an open store, an append too large to run inline:
+//! `engine::INLINE_APPEND_BYTES`) goes to the native method, which answers exactly as before.
 //!
 //! It owns the script, the segment text and its reading; it never decides where a job runs
 //! (`lanes`) and never touches the store itself.
@@ -74,6 +74,8 @@ const GATHER_JS: &str = r#"(function () {
       if (!armed) { armed = true; queueMicrotask(disarm); return native.call(this, key, arg); }
       const value = read(arg);
       if (value === undefined) return native.call(this, key, arg);
+      // a large append never runs on this thread: the native method sends it to the writer
+      if (tag === 'a' && typeof value === 'string' && value.length > INLINE_APPEND_BYTES) return native.call(this, key, arg);
       let seg = current;
       if (seg === null || currentThis !== this) {
         const id = lastId = lastId >= 0x7fffffff ? 1 : lastId + 1;
@@ -164,7 +166,8 @@ pub fn install(exports: &Object, env: &Env) -> napi::Result<()> {
 
 /// The script's object for this environment (run the first time).
 fn api<'env>(env: &'env Env) -> napi::Result<Object<'env>> {
-    let api = cache::function(env, Cached::Gather, |env| env.run_script::<_, Unknown>(GATHER_JS))?;
+    let script = GATHER_JS.replace("INLINE_APPEND_BYTES", &crate::engine::INLINE_APPEND_BYTES.to_string());
+    let api = cache::function(env, Cached::Gather, |env| env.run_script::<_, Unknown>(&script))?;
     // SAFETY: the cached value is the object the script returns.
     unsafe { Object::from_napi_value(env.raw(), api.raw()) }
 }

@@ -110,7 +110,7 @@ pub fn spawn_fast_text<'env>(
     }
     // Writes wait for the end of this turn of JS code and run together; a read behind them.
     if lane == Lane::Write || lanes::turn_has_writes() {
-        return lanes::queue(env, lanes, lane, job);
+        return lanes::queue(env, lanes, lane, job, true);
     }
     if !take_inline_turn(env) {
         return lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)));
@@ -123,6 +123,23 @@ pub fn spawn_fast_text<'env>(
         Err(_) => return rejected_now(env, &internal_error()),
     }
     lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)))
+}
+
+/// A write too large to run on the JS thread (`engine::append_may_run_inline`): queued in its
+/// place among the turn's writes, so the call order holds, and run by the store's writer.
+pub fn spawn_write_off_thread<'env>(
+    env: &'env Env,
+    lanes: &Arc<Lanes>,
+    job: CoreResult<FastJob>,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    let job = match job {
+        Ok(j) => j,
+        Err(e) => return rejected_now(env, &e),
+    };
+    if lanes.engine().store().is_closed() {
+        return rejected_now(env, &CoreError::closed());
+    }
+    lanes::queue(env, lanes, Lane::Write, Arc::new(move |e: &Engine| to_text(&job(e)?)), false)
 }
 
 thread_local! {

@@ -102,6 +102,15 @@ pub enum Later {
 }
 
 impl Later {
+    /// The length of the JSON text read; 0 for a value read directly (null, or a string, which
+    /// no job taking JSON text accepts).
+    pub fn text_len(&self) -> usize {
+        match self {
+            Later::Value(_) => 0,
+            Later::Text(t, _) => t.len(),
+        }
+    }
+
     pub fn value(&self) -> crate::error::Result<Value> {
         match self {
             Later::Value(v) => Ok(v.clone()),

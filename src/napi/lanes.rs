@@ -139,6 +139,8 @@ struct Queued {
     lane: Lane,
     job: FastTextJob,
     ticket: Ticket,
+    /// false for a write too large to run on the JS thread (it goes to the writer in its place)
+    inline: bool,
 }
 
 /// A place in the turn: a job, or a segment of calls gathered in JS (`gather.rs`), read when
@@ -159,7 +161,7 @@ enum Staged {
 fn expand_segment(env: &Env, lanes: &Arc<Lanes>, id: u32, taken: super::gather::Taken, out: &mut Vec<Queued>) {
     for (job, index) in taken.jobs() {
         match port::gathered(env, id, index) {
-            Ok(ticket) => out.push(Queued { lanes: lanes.clone(), lane: Lane::Write, job, ticket }),
+            Ok(ticket) => out.push(Queued { lanes: lanes.clone(), lane: Lane::Write, job, ticket, inline: true }),
             Err(_) => super::js::clear_pending(env),
         }
     }
@@ -277,19 +279,22 @@ fn push(entry: Entry) -> bool {
 /// Queues a job for the end of this synchronous turn of JS code (a microtask): a write, or a
 /// read that came after a write of the same turn. The writes of a turn run together: up to
 /// [`INLINE_MAX`] of them in one transaction on the JS thread when the store is free at once,
-/// else (more of them, or the store busy) in the group-commit writer.
+/// else (more of them, or the store busy) in the group-commit writer. A job queued with
+/// `inline` false runs in the writer, in its place: the turn's writes before it run first, and
+/// every job after it follows it there.
 pub fn queue<'env>(
     env: &'env Env,
     lanes: &Arc<Lanes>,
     lane: Lane,
     job: FastTextJob,
+    inline: bool,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
     let (ticket, promise) = port::promise(env)?;
     if SEGMENT_OPEN.with(|s| s.replace(false)) {
         // a gathered call after this one must not run before it
         super::gather::seal(env);
     }
-    let first = push(Entry::Job(Queued { lanes: lanes.clone(), lane, job, ticket }));
+    let first = push(Entry::Job(Queued { lanes: lanes.clone(), lane, job, ticket, inline }));
     if first {
         if let Err(e) = schedule_flush(env) {
             super::js::clear_pending(env);
@@ -356,6 +361,14 @@ fn flush(env: &Env) {
     for q in queued {
         if spilled || budget == 0 {
             // the writes gathered so far run first (inline or on the writer), then this one
+            if !writes.is_empty() {
+                run_writes(env, std::mem::take(&mut writes));
+            }
+            spilled = true;
+            spill(q);
+            continue;
+        }
+        if !q.inline {
             if !writes.is_empty() {
                 run_writes(env, std::mem::take(&mut writes));
             }

@@ -13,7 +13,8 @@ use super::error::js_error;
 use super::gather;
 use super::host::{Callbacks, JsHost};
 use super::jobs::{
-    call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, tool_promise, FastJob, FastTextJob, Job,
+    call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, spawn_write_off_thread, tool_promise,
+    FastJob, FastTextJob, Job,
 };
 use super::js::{aborted_reason, clear_pending, from_json_text, to_json, to_json_exact, to_json_later};
 use super::lanes::{queue_segment, Lane, Lanes};
@@ -394,8 +395,13 @@ impl SessionTools {
         messages: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json_later(env, messages, "messages")?)));
+        let inline = args.as_ref().map_or(true, |(_, m)| crate::engine::append_may_run_inline(m.text_len()));
         let job = args.map(|(k, m)| -> FastJob { Arc::new(move |e: &Engine| e.append_messages(&k, &m.value()?)) });
-        spawn_fast(env, &self.lanes, Lane::Write, job)
+        if inline {
+            spawn_fast(env, &self.lanes, Lane::Write, job)
+        } else {
+            spawn_write_off_thread(env, &self.lanes, job)
+        }
     }
 
     /// `chat.history`: a page of the transcript, oldest first: the last `limit` messages
