@@ -5,10 +5,15 @@
 //! The store stays the source of truth: the mirror is written after the rows, a failure to write
 //! it never fails the append, and it never writes outside its folder. A session id that is not
 //! a plain file name (a path separator, `..`, a leading dot) has no mirror file.
+//!
+//! The files appended to last stay open ([`Kept`]): an append looks at the path (never following
+//! a link) and writes through the handle it kept when the path still names that same file, so
+//! a file moved aside, replaced or deleted meanwhile is opened anew, by path.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
@@ -141,32 +146,120 @@ pub fn entry_line(e: &StoredEntry, now: i64) -> String {
     }
 }
 
+/// The mirror files appended to last, open for appending (at most [`KEPT_FILES`]).
+#[derive(Default)]
+pub struct Kept {
+    /// the latest last
+    files: Mutex<Vec<KeptFile>>,
+}
+
+struct KeptFile {
+    path: PathBuf,
+    /// device and inode of the file when it was opened
+    id: (u64, u64),
+    handle: File,
+}
+
+/// Open mirror files one store keeps (a gateway appends to a few sessions at a time).
+pub const KEPT_FILES: usize = 8;
+
+/// Which file `m` describes (device, inode); `None` where that cannot be told (nothing is kept).
+fn identity(m: &fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        None
+    }
+}
+
+impl Kept {
+    /// Writes `out` through the handle kept for `file`, if it is the file the path names now
+    /// (`now`: its device and inode); whether it did.
+    fn write_through(&self, file: &Path, now: (u64, u64), out: &[u8]) -> std::io::Result<bool> {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = files.iter().position(|f| f.path == file) else { return Ok(false) };
+        if files[i].id != now {
+            files.remove(i);
+            return Ok(false);
+        }
+        let kept = files.remove(i);
+        let written = (&kept.handle).write_all(out);
+        if written.is_ok() {
+            files.push(kept);
+        }
+        written.map(|()| true)
+    }
+
+    fn keep(&self, file: PathBuf, handle: File) {
+        let Some(id) = handle.metadata().ok().as_ref().and_then(identity) else { return };
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        files.retain(|f| f.path != file);
+        if files.len() >= KEPT_FILES {
+            files.remove(0);
+        }
+        files.push(KeptFile { path: file, id, handle });
+    }
+
+    /// Closes every kept file (the store is closing).
+    pub fn close(&self) {
+        self.files.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// How many files are open (tests).
+    #[cfg(test)]
+    pub fn open_files(&self) -> usize {
+        self.files.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
 /// Writes lines to the session's mirror file: appended (the version-3 header first when the
 /// file is new) or, with `replace`, as the whole file after a new header. Errors are returned
 /// for the caller to report; they never undo anything.
 pub fn write_lines(dir: &Path, session_id: &str, lines: &[String], now: i64, replace: bool) -> std::io::Result<()> {
+    write_kept(dir, session_id, lines, now, replace, None)
+}
+
+/// As [`write_lines`], an append going through `kept` when it holds the file open.
+fn write_kept(
+    dir: &Path,
+    session_id: &str,
+    lines: &[String],
+    now: i64,
+    replace: bool,
+    kept: Option<&Kept>,
+) -> std::io::Result<()> {
     let Some(file) = file_for(dir, session_id) else { return Ok(()) };
     // Only a regular file of the folder is written to: a link planted there is never followed
     // (it could lead anywhere), nor is anything else that is not a file. The folder is made only
     // when the file is not there (issue 17: `create_dir_all` on every append was a `mkdir` and a
     // `stat`, 5% of an append).
     let existing = match fs::symlink_metadata(&file) {
-        Ok(m) if m.file_type().is_file() => true,
+        Ok(m) if m.file_type().is_file() => Some(identity(&m)),
         Ok(_) => return Err(std::io::Error::other(format!("{} is not a regular file; not written", file.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             fs::create_dir_all(dir)?;
-            false
+            None
         }
         Err(e) => return Err(e),
     };
     let mut out = String::new();
-    if !existing || replace {
+    if existing.is_none() || replace {
         out.push_str(&header_line(session_id, now));
         out.push('\n');
     }
     for line in lines {
         out.push_str(line);
         out.push('\n');
+    }
+    if let (Some(kept), Some(Some(id)), false) = (kept, existing, replace) {
+        if kept.write_through(&file, id, out.as_bytes())? {
+            return Ok(());
+        }
     }
     let mut opts = OpenOptions::new();
     opts.create(true);
@@ -180,12 +273,24 @@ pub fn write_lines(dir: &Path, session_id: &str, lines: &[String], now: i64, rep
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600);
     }
-    opts.open(&file)?.write_all(out.as_bytes())
+    let mut handle = opts.open(&file)?;
+    handle.write_all(out.as_bytes())?;
+    if let (Some(kept), false) = (kept, replace) {
+        kept.keep(file, handle);
+    }
+    Ok(())
 }
 
 /// Appends plain messages (their JSON texts, where the append of the store put them) to the
 /// session's mirror file, chained by `parentId` as the store chains them.
-pub fn append(dir: &Path, session_id: &str, at: &Appended, messages: &[String], now: i64) -> std::io::Result<()> {
+pub fn append(
+    dir: &Path,
+    kept: &Kept,
+    session_id: &str,
+    at: &Appended,
+    messages: &[String],
+    now: i64,
+) -> std::io::Result<()> {
     let mut parent = at.first_parent.clone();
     let mut lines = Vec::with_capacity(messages.len());
     for (i, text) in messages.iter().enumerate() {
@@ -193,7 +298,7 @@ pub fn append(dir: &Path, session_id: &str, at: &Appended, messages: &[String], 
         lines.push(message_line(&id, parent.as_deref(), text, now));
         parent = Some(id);
     }
-    write_lines(dir, session_id, &lines, now, false)
+    write_kept(dir, session_id, &lines, now, false, Some(kept))
 }
 
 /// Moves a deleted session's mirror file aside as `<file>.deleted.<time>` (the gateway's rule).
@@ -255,9 +360,10 @@ mod tests {
     #[test]
     fn the_first_append_writes_a_header_and_entries_chain_by_parent_id() {
         let dir = tmp();
-        append(&dir, "s1", &at(1), &[r#"{"role":"user","content":"a"}"#.into()], 0).unwrap();
+        append(&dir, &Kept::default(), "s1", &at(1), &[r#"{"role":"user","content":"a"}"#.into()], 0).unwrap();
         append(
             &dir,
+            &Kept::default(),
             "s1",
             &Appended { first_seq: 2, first_parent: Some(seq_id(1)), ids: vec![seq_id(2)] },
             &[r#"{"role":"assistant","content":[{"type":"text","text":"b"}]}"#.into()],
@@ -283,7 +389,7 @@ mod tests {
     #[test]
     fn an_escaping_session_id_writes_nothing_anywhere() {
         let dir = tmp();
-        append(&dir, "../escape", &at(1), &["{}".into()], 0).unwrap();
+        append(&dir, &Kept::default(), "../escape", &at(1), &["{}".into()], 0).unwrap();
         assert!(!dir.exists());
         assert!(!dir.parent().unwrap().join("escape.jsonl").exists());
     }
@@ -296,16 +402,50 @@ mod tests {
         let victim = dir.with_extension("victim");
         fs::write(&victim, "untouched").unwrap();
         std::os::unix::fs::symlink(&victim, dir.join("s3.jsonl")).unwrap();
-        assert!(append(&dir, "s3", &at(1), &["{}".into()], 0).is_err());
+        assert!(append(&dir, &Kept::default(), "s3", &at(1), &["{}".into()], 0).is_err());
         assert_eq!(fs::read_to_string(&victim).unwrap(), "untouched");
         fs::create_dir(dir.join("s4.jsonl")).unwrap();
-        assert!(append(&dir, "s4", &at(1), &["{}".into()], 0).is_err());
+        assert!(append(&dir, &Kept::default(), "s4", &at(1), &["{}".into()], 0).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_kept_file_is_written_while_the_path_names_it_and_opened_anew_once_moved_replaced_or_linked() {
+        let dir = tmp();
+        let kept = Kept::default();
+        let lines = |name: &str| fs::read_to_string(dir.join(name)).map(|t| t.lines().count()).unwrap_or(0);
+        append(&dir, &kept, "k", &at(1), &["{}".into()], 0).unwrap();
+        append(&dir, &kept, "k", &at(2), &["{}".into()], 0).unwrap();
+        assert_eq!((lines("k.jsonl"), kept.open_files()), (3, 1), "a header and two entries, one handle");
+        // moved aside: a new file, with its own header; the old one untouched
+        let aside = archive(&dir, "k", 0).unwrap().unwrap();
+        append(&dir, &kept, "k", &at(3), &["{}".into()], 0).unwrap();
+        assert_eq!(lines("k.jsonl"), 2);
+        assert_eq!(fs::read_to_string(&aside).unwrap().lines().count(), 3);
+        // replaced by another file: written there
+        fs::remove_file(dir.join("k.jsonl")).unwrap();
+        fs::write(dir.join("k.jsonl"), "{\"type\":\"session\"}\n").unwrap();
+        append(&dir, &kept, "k", &at(4), &["{}".into()], 0).unwrap();
+        assert_eq!(lines("k.jsonl"), 2);
+        // a link planted in its place: not followed, though a handle of the old file is kept
+        let victim = dir.with_extension("victim2");
+        fs::write(&victim, "untouched").unwrap();
+        fs::remove_file(dir.join("k.jsonl")).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("k.jsonl")).unwrap();
+        assert!(append(&dir, &kept, "k", &at(5), &["{}".into()], 0).is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "untouched");
+        // a bounded number of files stay open
+        for i in 0..KEPT_FILES + 4 {
+            append(&dir, &kept, &format!("m{i}"), &at(1), &["{}".into()], 0).unwrap();
+        }
+        assert_eq!(kept.open_files(), KEPT_FILES);
+        assert_eq!(lines("m0.jsonl"), 2);
     }
 
     #[test]
     fn a_deleted_sessions_file_is_moved_aside() {
         let dir = tmp();
-        append(&dir, "s2", &at(1), &["{}".into()], 0).unwrap();
+        append(&dir, &Kept::default(), "s2", &at(1), &["{}".into()], 0).unwrap();
         let to = archive(&dir, "s2", 0).unwrap().unwrap();
         assert!(!dir.join("s2.jsonl").exists());
         assert!(to.to_string_lossy().ends_with("s2.jsonl.deleted.1970-01-01T00-00-00.000Z"));

@@ -53,6 +53,8 @@ pub struct Engine {
     store: Store,
     config: RwLock<Arc<Config>>,
     mirror_dir: Option<PathBuf>,
+    /// the mirror files appended to last, kept open
+    mirror_files: crate::mirror::Kept,
     /// told of each committed `appendMessages` (the orchestration's session watches)
     append_observer: std::sync::OnceLock<AppendObserver>,
     /// `sessions_list` rows rendered, by stored text (`memo.rs`)
@@ -93,6 +95,7 @@ impl Engine {
             store,
             config: RwLock::new(Arc::new(config)),
             mirror_dir,
+            mirror_files: Default::default(),
             append_observer: Default::default(),
             list_rows: RowMemo::default(),
         }
@@ -118,6 +121,12 @@ impl Engine {
     /// The rows `sessions_list` rendered, remembered by their stored text.
     pub fn list_rows(&self) -> &RowMemo {
         &self.list_rows
+    }
+
+    /// Closes the store, and the mirror files kept open. Idempotent.
+    pub fn close(&self) {
+        self.store.close();
+        self.mirror_files.close();
     }
 
     pub fn mirror_dir(&self) -> Option<&std::path::Path> {
@@ -248,7 +257,7 @@ impl Engine {
                     // order and never hold what was rolled back. A failed mirror write never
                     // fails the append: SQLite is the source of truth.
                     let texts: Vec<String> = rows.iter().map(|(_, t)| t.clone()).collect();
-                    let _ = crate::mirror::append(dir, sid, first, &texts, now);
+                    let _ = crate::mirror::append(dir, &self.mirror_files, sid, first, &texts, now);
                 }
             },
         )?;

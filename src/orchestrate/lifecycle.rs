@@ -70,7 +70,7 @@ impl Orchestrator {
                 r.close(&e);
                 this.release_lease();
             }
-            e.store().close();
+            e.close();
         })
         .await;
     }
