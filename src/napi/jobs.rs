@@ -50,8 +50,9 @@ pub fn spawn_text<'env>(
                 }
                 job(&engine)
             };
-            // The job is short SQL: run it on this worker (tokio moves its other tasks away while
-            // it blocks) rather than handing it to a blocking thread and back. A panic is caught.
+            // The job (an engine call that is not a tool's short read: a patch, a listing of the
+            // engine's API, an import or export) runs on this worker (tokio moves its other tasks
+            // away while it blocks) rather than on a blocking thread and back. A panic is caught.
             let out = tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
             Ok(out.unwrap_or_else(|_| Err(internal_error())))
         },
