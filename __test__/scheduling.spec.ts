@@ -69,6 +69,43 @@ describe('writes folded together, each caller told its own outcome', () => {
     }
   })
 
+  test('given writes then long reads (filtered lists, sessions.list, resolve) issued in the same turn when they settle then each read sees the writes before it', async () => {
+    const { st } = await openFile()
+    const ctx = { agentSessionKey: 'agent:main:main' }
+    for (let i = 0; i < 20; i++) {
+      const key = `agent:main:group:g${i}`
+      const [, tool, listed, resolved] = await Promise.all([
+        st.upsertSession(key, { label: `seen-${i}` }),
+        st.sessionsList({ kinds: ['group'], activeMinutes: 60 }, ctx),
+        st.listSessions({ search: `seen-${i}` }),
+        st.resolveSession({ label: `seen-${i}` }),
+      ])
+      expect(tool.sessions.map((r: any) => r.key)).toContain(key)
+      expect(listed.sessions.map((r: any) => r.key)).toEqual([key])
+      expect(resolved.key).toBe(key)
+    }
+  })
+
+  test('given an upsert then patchSession, resetSession or a send command in the same turn when they settle then they applied in call order', async () => {
+    const { st } = await openFile()
+    for (let i = 0; i < 30; i++) {
+      const key = `agent:main:o${i}`
+      await st.upsertSession(key, { label: `a${i}` })
+      const first = await st.getSession(key)
+      const [, patched, reset, command] = await Promise.all([
+        st.upsertSession(key, { label: `b${i}`, sendPolicy: 'allow' }),
+        st.patchSession({ key, label: `c${i}` }),
+        st.resetSession(key),
+        st.handleSendCommand({ sessionKey: key, text: '/send off', isOwner: true }),
+      ])
+      expect(patched.entry.label).toBe(`c${i}`)
+      expect(reset.entry.sessionId).not.toBe(first.sessionId)
+      expect(command.handled).toBe(true)
+      const last = await st.getSession(key)
+      expect([last.label, last.sendPolicy, last.sessionId]).toEqual([`c${i}`, 'deny', reset.entry.sessionId])
+    }
+  })
+
   test('given a store closed while a burst is queued when it settles then every call either succeeded or rejected CLOSED', async () => {
     const { st } = await openFile()
     const calls = Array.from({ length: 300 }, (_, i) => st.upsertSession(`agent:main:c${i}`, { label: 'x' }))

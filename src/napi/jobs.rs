@@ -234,9 +234,22 @@ pub fn tool_promise<'env>(
         let job: FastJob = Arc::new(move |e: &Engine| tools::run(e, tool, &params, &ctx, wrap));
         return spawn_fast(env, lanes, Lane::Read, Ok(job));
     }
-    // a read too long to run inline (a filtered list, a long history): on the reader lane
+    // a read too long to run inline (a filtered list, a long history)
     if !wrap {
-        return lanes.submit(env, Lane::Read, Box::new(move |e: &Engine| tools::run_wire(e, tool, &params, &ctx)));
+        return spawn_read_off_thread(env, lanes, Arc::new(move |e: &Engine| tools::run_wire(e, tool, &params, &ctx)));
     }
-    lanes.submit(env, Lane::Read, Box::new(move |e: &Engine| to_text(&tools::run(e, tool, &params, &ctx, wrap)?)))
+    spawn_read_off_thread(env, lanes, Arc::new(move |e: &Engine| to_text(&tools::run(e, tool, &params, &ctx, wrap)?)))
+}
+
+/// A read too long to run on the JS thread: on the store's reader thread, or, when this turn of
+/// JS code has writes waiting, behind them (so it sees them, as a short read does).
+pub fn spawn_read_off_thread<'env>(
+    env: &'env Env,
+    lanes: &Arc<Lanes>,
+    job: FastTextJob,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    if lanes::turn_has_writes() {
+        return lanes::queue(env, lanes, Lane::Read, job, false);
+    }
+    lanes.submit(env, Lane::Read, Box::new(move |e: &Engine| job(e)))
 }

@@ -139,7 +139,7 @@ struct Queued {
     lane: Lane,
     job: FastTextJob,
     ticket: Ticket,
-    /// false for a write too large to run on the JS thread (it goes to the writer in its place)
+    /// false for a job too long to run on the JS thread (it goes to the writer in its place)
     inline: bool,
 }
 

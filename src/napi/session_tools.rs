@@ -13,8 +13,8 @@ use super::error::js_error;
 use super::gather;
 use super::host::{Callbacks, JsHost};
 use super::jobs::{
-    call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, spawn_write_off_thread, tool_promise,
-    FastJob, FastTextJob, Job,
+    call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, spawn_read_off_thread,
+    spawn_write_off_thread, to_text, tool_promise, FastJob, FastTextJob, Job,
 };
 use super::js::{aborted_reason, clear_pending, from_json_text, to_json, to_json_exact, to_json_later};
 use super::lanes::{queue_segment, Lane, Lanes};
@@ -333,7 +333,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run1(env, params, "params", |e, p| e.patch_session(p))
+        self.write1(env, params, "params", |e: &Engine, p: &Value| e.patch_session(p))
     }
 
     /// `sessions.resolve`: the key a `key`, `sessionId` or `label` names.
@@ -343,7 +343,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run1(env, params, "params", |e, p| e.resolve_session(p))
+        self.read1(env, params, "params", |e: &Engine, p: &Value| e.resolve_session(p))
     }
 
     /// `sessions.list`: the sessions, filtered and ordered as the gateway does.
@@ -353,7 +353,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run1(env, params, "params", |e, p| e.list_sessions(p))
+        self.read1(env, params, "params", |e: &Engine, p: &Value| e.list_sessions(p))
     }
 
     /// `sessions.delete`: removes a session (not the main one) and, unless `deleteTranscript` is
@@ -380,7 +380,7 @@ impl SessionTools {
         env: &'env Env,
         key: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run1(env, key, "key", |e, k| e.reset_session(k))
+        self.write1(env, key, "key", |e: &Engine, k: &Value| e.reset_session(k))
     }
 
     /// Appends transcript messages to the session under `key` (created when missing).
@@ -441,7 +441,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run1(env, params, "params", |e, p| e.handle_send_command(p))
+        self.write1(env, params, "params", |e: &Engine, p: &Value| e.handle_send_command(p))
     }
 
     /// Reads a gateway state folder into the store (API.md §5).
@@ -469,7 +469,7 @@ impl SessionTools {
     /// Counts of what the store holds, and its size.
     #[napi(ts_return_type = "Promise<StoreStats>")]
     pub fn stats<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.run(env, Ok(Box::new(|e: &Engine| e.stats())))
+        spawn_read_off_thread(env, &self.lanes, Arc::new(|e: &Engine| to_text(&e.stats()?)))
     }
 
     /// The `sessions_list` tool: the payload the model sees.
@@ -615,6 +615,34 @@ impl SessionTools {
         let undefined =
             unsafe { Unknown::from_napi_value(env.raw(), <() as ToNapiValue>::to_napi_value(env.raw(), ())?)? };
         PromiseRaw::resolve(env, undefined)
+    }
+
+    /// A read of one JSON argument too long to run on the JS thread (`jobs::spawn_read_off_thread`).
+    fn read1<'env>(
+        &self,
+        env: &'env Env,
+        a: Option<Unknown<'env>>,
+        a_name: &str,
+        f: impl Fn(&Engine, &Value) -> CoreResult<Value> + Send + Sync + 'static,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        match to_json(env, a, a_name) {
+            Ok(a) => spawn_read_off_thread(env, &self.lanes, Arc::new(move |e: &Engine| to_text(&f(e, &a)?))),
+            Err(e) => rejected(env, e),
+        }
+    }
+
+    /// A write of one JSON argument in one bounded transaction with no effect outside the store:
+    /// queued among the turn's writes, so it applies in call order, and run with them (inline
+    /// when the store can take it at once).
+    fn write1<'env>(
+        &self,
+        env: &'env Env,
+        a: Option<Unknown<'env>>,
+        a_name: &str,
+        f: impl Fn(&Engine, &Value) -> CoreResult<Value> + Send + Sync + 'static,
+    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+        let job = to_json(env, a, a_name).map(|a| -> FastJob { Arc::new(move |e: &Engine| f(e, &a)) });
+        spawn_fast(env, &self.lanes, Lane::Write, job)
     }
 
     /// A method of one JSON argument.
