@@ -333,7 +333,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.write1(env, params, "params", |e: &Engine, p: &Value| e.patch_session(p))
+        self.in_order1(env, Lane::Write, (params, "params"), |e: &Engine, p: &Value| e.patch_session(p))
     }
 
     /// `sessions.resolve`: the key a `key`, `sessionId` or `label` names.
@@ -343,7 +343,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.read1(env, params, "params", |e: &Engine, p: &Value| e.resolve_session(p))
+        self.in_order1(env, Lane::Read, (params, "params"), |e: &Engine, p: &Value| e.resolve_session(p))
     }
 
     /// `sessions.list`: the sessions, filtered and ordered as the gateway does.
@@ -353,7 +353,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.read1(env, params, "params", |e: &Engine, p: &Value| e.list_sessions(p))
+        self.in_order1(env, Lane::Read, (params, "params"), |e: &Engine, p: &Value| e.list_sessions(p))
     }
 
     /// `sessions.delete`: removes a session (not the main one) and, unless `deleteTranscript` is
@@ -380,7 +380,7 @@ impl SessionTools {
         env: &'env Env,
         key: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.write1(env, key, "key", |e: &Engine, k: &Value| e.reset_session(k))
+        self.in_order1(env, Lane::Write, (key, "key"), |e: &Engine, k: &Value| e.reset_session(k))
     }
 
     /// Appends transcript messages to the session under `key` (created when missing).
@@ -441,7 +441,7 @@ impl SessionTools {
         env: &'env Env,
         params: Option<Unknown<'env>>,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        self.write1(env, params, "params", |e: &Engine, p: &Value| e.handle_send_command(p))
+        self.in_order1(env, Lane::Write, (params, "params"), |e: &Engine, p: &Value| e.handle_send_command(p))
     }
 
     /// Reads a gateway state folder into the store (API.md §5).
@@ -617,32 +617,25 @@ impl SessionTools {
         PromiseRaw::resolve(env, undefined)
     }
 
-    /// A read of one JSON argument too long to run on the JS thread (`jobs::spawn_read_off_thread`).
-    fn read1<'env>(
+    /// A method of one JSON argument that keeps its place among the turn's writes. `Lane::Read`:
+    /// a read too long to run on the JS thread (`jobs::spawn_read_off_thread`). `Lane::Write`: a
+    /// write of one bounded transaction with no effect outside the store, queued with the turn's
+    /// writes and run with them (inline when the store can take it at once).
+    fn in_order1<'env>(
         &self,
         env: &'env Env,
-        a: Option<Unknown<'env>>,
-        a_name: &str,
+        lane: Lane,
+        (a, a_name): (Option<Unknown<'env>>, &str),
         f: impl Fn(&Engine, &Value) -> CoreResult<Value> + Send + Sync + 'static,
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        match to_json(env, a, a_name) {
-            Ok(a) => spawn_read_off_thread(env, &self.lanes, Arc::new(move |e: &Engine| to_text(&f(e, &a)?))),
-            Err(e) => rejected(env, e),
+        let a = match to_json(env, a, a_name) {
+            Ok(a) => a,
+            Err(e) => return rejected(env, e),
+        };
+        match lane {
+            Lane::Read => spawn_read_off_thread(env, &self.lanes, Arc::new(move |e: &Engine| to_text(&f(e, &a)?))),
+            Lane::Write => spawn_fast(env, &self.lanes, Lane::Write, Ok(Arc::new(move |e: &Engine| f(e, &a)))),
         }
-    }
-
-    /// A write of one JSON argument in one bounded transaction with no effect outside the store:
-    /// queued among the turn's writes, so it applies in call order, and run with them (inline
-    /// when the store can take it at once).
-    fn write1<'env>(
-        &self,
-        env: &'env Env,
-        a: Option<Unknown<'env>>,
-        a_name: &str,
-        f: impl Fn(&Engine, &Value) -> CoreResult<Value> + Send + Sync + 'static,
-    ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        let job = to_json(env, a, a_name).map(|a| -> FastJob { Arc::new(move |e: &Engine| f(e, &a)) });
-        spawn_fast(env, &self.lanes, Lane::Write, job)
     }
 
     /// A method of one JSON argument.
