@@ -186,9 +186,12 @@ describe('subagents (2026.9)', () => {
     }
     const listed = await tool(st1, 'subagents', {})
     expect(listed.tasks.filter((t: any) => t.error === 'Subagent run killed.').map((t: any) => t.status)).toEqual(['cancelled', 'cancelled', 'cancelled'])
-    expect(events.filter((e: any) => e.type === 'subagent.cancelled')).toHaveLength(4)
+    // events reach JS on a later turn of the event loop than the calls above: one per run
+    const cancelled = () => events.filter((e: any) => e.type === 'subagent.cancelled')
+    await until(() => cancelled().length >= 4)
     host.release()
     await new Promise((r) => setTimeout(r, 200))
+    expect(cancelled()).toHaveLength(4)
     expect(requests.filter((r) => r.lane === 'announce')).toHaveLength(0)
     expect(requests.some((r) => r.message.startsWith('wake b'))).toBe(false)
     await st1.close()
