@@ -126,23 +126,6 @@ pub fn spawn_fast_text<'env>(
     lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)))
 }
 
-/// A write too large to run on the JS thread (`engine::append_may_run_inline`): queued in its
-/// place among the turn's writes, so the call order holds, and run by the store's writer.
-pub fn spawn_write_off_thread<'env>(
-    env: &'env Env,
-    lanes: &Arc<Lanes>,
-    job: CoreResult<FastJob>,
-) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    let job = match job {
-        Ok(j) => j,
-        Err(e) => return rejected_now(env, &e),
-    };
-    if lanes.engine().store().is_closed() {
-        return rejected_now(env, &CoreError::closed());
-    }
-    lanes::queue(env, lanes, Lane::Write, Arc::new(move |e: &Engine| to_text(&job(e)?)), false)
-}
-
 thread_local! {
     /// Whether the current synchronous run of JS code has had its inline job already.
     static INLINE_TURN_TAKEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -236,20 +219,32 @@ pub fn tool_promise<'env>(
     }
     // a read too long to run inline (a filtered list, a long history)
     if !wrap {
-        return spawn_read_off_thread(env, lanes, Arc::new(move |e: &Engine| tools::run_wire(e, tool, &params, &ctx)));
+        return spawn_off_thread(
+            env,
+            lanes,
+            Lane::Read,
+            Arc::new(move |e: &Engine| tools::run_wire(e, tool, &params, &ctx)),
+        );
     }
-    spawn_read_off_thread(env, lanes, Arc::new(move |e: &Engine| to_text(&tools::run(e, tool, &params, &ctx, wrap)?)))
+    spawn_off_thread(
+        env,
+        lanes,
+        Lane::Read,
+        Arc::new(move |e: &Engine| to_text(&tools::run(e, tool, &params, &ctx, wrap)?)),
+    )
 }
 
-/// A read too long to run on the JS thread: on the store's reader thread, or, when this turn of
-/// JS code has writes waiting, behind them (so it sees them, as a short read does).
-pub fn spawn_read_off_thread<'env>(
+/// A job too long to run on the JS thread (a filtered list, a large append): on its lane, in
+/// call order. A write, or a read while this turn of JS code has writes waiting, is queued behind
+/// the turn's writes (the read then sees them); any other read goes to the reader at once.
+pub fn spawn_off_thread<'env>(
     env: &'env Env,
     lanes: &Arc<Lanes>,
+    lane: Lane,
     job: FastTextJob,
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-    if lanes::turn_has_writes() {
-        return lanes::queue(env, lanes, Lane::Read, job, false);
+    if lane == Lane::Write || lanes::turn_has_writes() {
+        return lanes::queue(env, lanes, lane, job, false);
     }
-    lanes.submit(env, Lane::Read, Box::new(move |e: &Engine| job(e)))
+    lanes.submit(env, lane, Box::new(move |e: &Engine| job(e)))
 }

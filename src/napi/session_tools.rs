@@ -13,8 +13,8 @@ use super::error::js_error;
 use super::gather;
 use super::host::{Callbacks, JsHost};
 use super::jobs::{
-    call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, spawn_read_off_thread,
-    spawn_write_off_thread, to_text, tool_promise, FastJob, FastTextJob, Job,
+    call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, spawn_off_thread, to_text, tool_promise,
+    FastJob, FastTextJob, Job,
 };
 use super::js::{aborted_reason, clear_pending, from_json_text, to_json, to_json_exact, to_json_later};
 use super::lanes::{queue_segment, Lane, Lanes};
@@ -397,10 +397,11 @@ impl SessionTools {
         let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json_later(env, messages, "messages")?)));
         let inline = args.as_ref().map_or(true, |(_, m)| crate::engine::append_may_run_inline(m.text_len()));
         let job = args.map(|(k, m)| -> FastJob { Arc::new(move |e: &Engine| e.append_messages(&k, &m.value()?)) });
-        if inline {
-            spawn_fast(env, &self.lanes, Lane::Write, job)
-        } else {
-            spawn_write_off_thread(env, &self.lanes, job)
+        match job {
+            Ok(job) if !inline => {
+                spawn_off_thread(env, &self.lanes, Lane::Write, Arc::new(move |e: &Engine| to_text(&job(e)?)))
+            }
+            job => spawn_fast(env, &self.lanes, Lane::Write, job),
         }
     }
 
@@ -469,7 +470,7 @@ impl SessionTools {
     /// Counts of what the store holds, and its size.
     #[napi(ts_return_type = "Promise<StoreStats>")]
     pub fn stats<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        spawn_read_off_thread(env, &self.lanes, Arc::new(|e: &Engine| to_text(&e.stats()?)))
+        spawn_off_thread(env, &self.lanes, Lane::Read, Arc::new(|e: &Engine| to_text(&e.stats()?)))
     }
 
     /// The `sessions_list` tool: the payload the model sees.
@@ -618,7 +619,7 @@ impl SessionTools {
     }
 
     /// A method of one JSON argument that keeps its place among the turn's writes. `Lane::Read`:
-    /// a read too long to run on the JS thread (`jobs::spawn_read_off_thread`). `Lane::Write`: a
+    /// a read too long to run on the JS thread (`jobs::spawn_off_thread`). `Lane::Write`: a
     /// write of one bounded transaction with no effect outside the store, queued with the turn's
     /// writes and run with them (inline when the store can take it at once).
     fn in_order1<'env>(
@@ -633,7 +634,9 @@ impl SessionTools {
             Err(e) => return rejected(env, e),
         };
         match lane {
-            Lane::Read => spawn_read_off_thread(env, &self.lanes, Arc::new(move |e: &Engine| to_text(&f(e, &a)?))),
+            Lane::Read => {
+                spawn_off_thread(env, &self.lanes, Lane::Read, Arc::new(move |e: &Engine| to_text(&f(e, &a)?)))
+            }
             Lane::Write => spawn_fast(env, &self.lanes, Lane::Write, Ok(Arc::new(move |e: &Engine| f(e, &a)))),
         }
     }

@@ -305,7 +305,7 @@ impl Store {
     /// Whether work on this store may run on the JS thread without waiting for the disk: false
     /// while a file store's first pass through its file has not ended (`warm`). Inline mode
     /// treats a cold store as a taken lock: the call would wait (here, for the disk).
-    pub fn is_warm(&self) -> bool {
+    fn is_warm(&self) -> bool {
         self.warm.as_ref().is_none_or(warm::Warmth::is_warm)
     }
 
