@@ -11,6 +11,23 @@ const PG_SUITE = ['store', 'list', 'history', 'tools', 'policy', 'send', 'securi
 let passed = 0
 let failed = 0
 let broken = false
+// What failed, repeated just above the summary line: a CI log shown by its tail still says why.
+const failures = []
+const FAILURE_CHARS = 1500
+
+/** The failed tests of a vitest JSON report, as `file > test` and the first lines of why. */
+function vitestFailures(report, label) {
+  for (const file of report.testResults ?? []) {
+    for (const t of file.assertionResults ?? []) {
+      if (t.status !== 'failed') continue
+      const why = (t.failureMessages ?? []).join('\n').slice(0, FAILURE_CHARS)
+      failures.push(`${label}: ${file.name.replace(process.cwd() + '/', '')} > ${t.fullName}\n${why}`)
+    }
+    if ((file.assertionResults ?? []).length === 0 && file.status === 'failed') {
+      failures.push(`${label}: ${file.name.replace(process.cwd() + '/', '')}\n${(file.message ?? '').slice(0, FAILURE_CHARS)}`)
+    }
+  }
+}
 
 function run(cmd, args, opts = {}) {
   console.log(`\n$ ${cmd} ${args.join(' ')}`)
@@ -49,6 +66,9 @@ for (const m of (cargo.stdout ?? '').matchAll(/test result: \w+\. (\d+) passed; 
   failed += Number(m[2])
   cargoCounted = true
 }
+for (const m of (cargo.stdout ?? '').matchAll(/^---- (\S+) stdout ----\n([\s\S]*?)(?=^---- |^failures:$)/gm)) {
+  failures.push(`cargo: ${m[1]}\n${m[2].trim().slice(0, FAILURE_CHARS)}`)
+}
 if (cargo.status !== 0 && !cargoCounted) broken = true
 if (cargo.status !== 0 && cargoCounted && failed === 0) broken = true
 
@@ -56,6 +76,7 @@ rmSync('vitest.json', { force: true })
 const vitest = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', '--outputFile=vitest.json'])
 try {
   const r = JSON.parse(readFileSync('vitest.json', 'utf8'))
+  vitestFailures(r, 'vitest')
   passed += r.numPassedTests
   failed += r.numFailedTests
   if (r.numFailedTestSuites > 0 && r.numFailedTests === 0) broken = true
@@ -72,6 +93,7 @@ if (process.env.SESSION_TOOLS_TEST_PG_URL) {
   delete process.env.SESSION_TOOLS_TEST_STORE
   try {
     const r = JSON.parse(readFileSync('vitest-pg.json', 'utf8'))
+    vitestFailures(r, 'vitest (PostgreSQL)')
     passed += r.numPassedTests
     failed += r.numFailedTests
     if (r.numFailedTestSuites > 0 && r.numFailedTests === 0) broken = true
@@ -91,10 +113,17 @@ if (oc9) {
   const check = run(node, ['scripts/check-2026.9-export.mjs'], { capture: true })
   if (/NOT RUN/.test(check.stdout ?? '')) console.log('(not counted)')
   else if (check.status === 0) passed += 1
-  else failed += 1
+  else {
+    failed += 1
+    failures.push(`2026.9 round trip: exit ${check.status}\n${(check.stdout ?? '').slice(-FAILURE_CHARS)}`)
+  }
 } else {
   console.log('\n2026.9 round trip against the real package: NOT RUN (set OPENCLAW_2026_9_DIR to run scripts/check-2026.9-export.mjs)')
 }
 
+if (failures.length > 0) {
+  console.log(`\nWhat failed (${failures.length}):`)
+  for (const f of failures) console.log(`\n${f}`)
+}
 console.log(`\n${passed} passed, ${failed} failed`)
 process.exit(failed > 0 || broken ? 1 : 0)
