@@ -1,10 +1,13 @@
 // How calls are scheduled (README "How calls are run"): the writes of one turn of JS code run
 // together (inline in one transaction, the rest through the group-commit writer), each caller
 // told its own result or error, in call order, and a read issued after a write sees it.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
 import { describe, expect, test } from 'vitest'
 
 import { threads } from '../bench/lib/threads.mjs'
-import { openFile, openMem } from './helpers.js'
+import { openFile, openMem, tmpDir } from './helpers.js'
 
 const MIB = 1024 * 1024
 
@@ -103,6 +106,28 @@ describe('writes folded together, each caller told its own outcome', () => {
       expect(command.handled).toBe(true)
       const last = await st.getSession(key)
       expect([last.label, last.sendPolicy, last.sessionId]).toEqual([`c${i}`, 'deny', reset.entry.sessionId])
+    }
+  })
+
+  test('given an upsert then deleteSession, exportStateDir or sessions_send in the same turn when they settle then each ran after the upsert', async () => {
+    const { st } = await openFile()
+    for (let i = 0; i < 20; i++) {
+      const gone = `agent:main:d${i}`
+      const denied = `agent:main:n${i}`
+      const out = tmpDir()
+      const [, deleted, , , , sent] = await Promise.all([
+        st.upsertSession(gone, { label: `d${i}` }),
+        st.deleteSession(gone),
+        st.upsertSession(`agent:main:e${i}`, { label: `e${i}` }),
+        st.exportStateDir(out),
+        st.upsertSession(denied, { label: `n${i}`, sendPolicy: 'deny' }),
+        st.sessionsSend({ sessionKey: denied, message: 'hi', timeoutSeconds: 0 }, { agentSessionKey: 'agent:main:main' }),
+      ])
+      expect(deleted.deleted).toBe(true)
+      expect(await st.getSession(gone)).toBeNull()
+      const written = JSON.parse(readFileSync(join(out, 'agents/main/sessions/sessions.json'), 'utf8'))
+      expect(Object.keys(written)).toContain(`agent:main:e${i}`)
+      expect([sent.status, sent.error]).toEqual(['error', 'send blocked by session policy'])
     }
   })
 

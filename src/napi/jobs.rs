@@ -177,6 +177,29 @@ where
     )
 }
 
+/// Starts `start` at once or, when this turn of JS code has writes waiting, once they are done,
+/// so that it sees them: for the work that runs on the runtime (the orchestrated tools,
+/// `deleteSession`, import and export) and so cannot take a place in the turn's queue. A mark
+/// (a read that does nothing) takes that place, and its promise starts the work. Writes issued
+/// after it in the same turn do not wait for it.
+pub fn after_turn_writes<'env>(
+    env: &'env Env,
+    lanes: &Arc<Lanes>,
+    start: impl FnOnce(&Env) -> napi::Result<PromiseRaw<'_, Unknown<'_>>> + 'static,
+) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
+    if !lanes::turn_has_writes() {
+        return start(env);
+    }
+    let mark: FastTextJob = Arc::new(|_: &Engine| Ok("null".to_owned()));
+    let marked = lanes::queue(env, lanes, Lane::Read, mark, true)?;
+    let chained = marked.then(move |ctx: CallbackContext<Unknown>| {
+        let work = start(&ctx.env)?;
+        // the then-promise takes on the work's promise
+        Ok(PromiseRaw::<Unknown>::new(ctx.env.raw(), work.raw()))
+    })?;
+    Ok(PromiseRaw::new(env.raw(), chained.raw()))
+}
+
 /// A tool call from JS: the store-only tools run as short blocking jobs (inline when
 /// [`Tool::is_bounded`]), the orchestrated ones ([`Tool::is_orchestrated`]) as async work.
 pub fn call_tool<'env>(
@@ -207,7 +230,9 @@ pub fn tool_promise<'env>(
 ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
     if tool.is_orchestrated() {
         let orch = orch.clone();
-        return spawn_async(env, Ok(async move { orch.tool(tool, params, ctx, wrap).await }));
+        return after_turn_writes(env, lanes, move |env| {
+            spawn_async(env, Ok(async move { orch.tool(tool, params, ctx, wrap).await }))
+        });
     }
     if tool.is_bounded(&params) {
         if !wrap {

@@ -13,8 +13,8 @@ use super::error::js_error;
 use super::gather;
 use super::host::{Callbacks, JsHost};
 use super::jobs::{
-    call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, spawn_off_thread, to_text, tool_promise,
-    FastJob, FastTextJob, Job,
+    after_turn_writes, call_tool, rejected, spawn_async, spawn_fast, spawn_fast_text, spawn_job, spawn_off_thread,
+    to_text, tool_promise, FastJob, FastTextJob, Job,
 };
 use super::js::{aborted_reason, clear_pending, from_json_text, to_json, to_json_exact, to_json_later};
 use super::lanes::{queue_segment, Lane, Lanes};
@@ -370,7 +370,9 @@ impl SessionTools {
     ) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
         let args = to_json(env, key, "key").and_then(|k| Ok((k, to_json(env, options, "options")?)));
         let orch = self.orch.clone();
-        spawn_async(env, args.map(|(k, o)| async move { orch.delete_session(k, o).await }))
+        after_turn_writes(env, &self.lanes, move |env| {
+            spawn_async(env, args.map(|(k, o)| async move { orch.delete_session(k, o).await }))
+        })
     }
 
     /// `sessions.reset`: starts the session under `key` afresh (a new session id).
@@ -667,7 +669,10 @@ impl SessionTools {
         spawn_fast(env, &self.lanes, lane, args.map(|(a, b)| -> FastJob { Arc::new(move |e: &Engine| f(e, &a, &b)) }))
     }
 
+    /// A long job on the runtime (import, export, the registry's listing), once the turn's
+    /// earlier writes are done.
     fn run<'env>(&self, env: &'env Env, job: CoreResult<Job>) -> napi::Result<PromiseRaw<'env, Unknown<'env>>> {
-        spawn_job(env, Some(self.engine.clone()), job)
+        let engine = self.engine.clone();
+        after_turn_writes(env, &self.lanes, move |env| spawn_job(env, Some(engine), job))
     }
 }
