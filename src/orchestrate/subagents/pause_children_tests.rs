@@ -224,13 +224,21 @@ async fn children_delivered_before_the_childs_run_ends_wake_it_once_after_it_on_
     children_first_at(&testdb::fresh_url(), true).await
 }
 
-/// The grandchildren end while the child's first run goes on; `steers`: their completions
-/// are delivered then too (steered into that run), else they are queued behind it and race
-/// with the recording of its end.
+/// The grandchildren end while the child's first run goes on, after its yield; `steers`: their
+/// completions are delivered then too (steered into that run), else they are queued behind it
+/// and race with the recording of its end.
 async fn children_first_at(db: &str, steers: bool) {
     let (first_turn, gate) = watch::channel(false);
-    let (o, host) = open_with(db, Plan { first_turn: gate, steers, ..Plan::open() }).await;
+    let (diggers, dig_gate) = watch::channel(false);
+    let (o, host) = open_with(db, Plan { first_turn: gate, diggers: dig_gate, steers, ..Plan::open() }).await;
     let (child, first_run) = spawn_orchestrator(&o).await;
+    // held until the yield is recorded: a grandchild that ended before it (a slow yield call,
+    // as under a loaded CI) would leave nothing to look at yet
+    until("the orchestrator has yielded", || {
+        !o.engine().store().read(|db| db.open_yields_of(&child)).unwrap().is_empty()
+    })
+    .await;
+    diggers.send(true).unwrap();
     until("the grandchildren have ended", || {
         let recs = o.engine().store().read(|db| db.subagent_runs(Some(&child))).unwrap();
         recs.len() == 2 && recs.iter().all(|r| r.ended_at.is_some())
