@@ -463,6 +463,12 @@ impl Store {
         self.wal.as_ref().map(wal::WalBound::passes).unwrap_or(0)
     }
 
+    /// How many times the checkpointer thread synced the database after a pass (tests).
+    #[cfg(test)]
+    pub fn wal_syncs(&self) -> u64 {
+        self.wal.as_ref().map(wal::WalBound::syncs).unwrap_or(0)
+    }
+
     /// Runs `f` with a read connection (a consistent snapshot for the duration of `f`).
     pub fn read<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
         if let Some(pg) = &self.pg {

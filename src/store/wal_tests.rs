@@ -145,3 +145,83 @@ fn the_writer_keeps_savepoint_journals_in_memory() {
     let temp_store: i64 = guard.as_ref().unwrap().query_row("PRAGMA temp_store", [], |r| r.get(0)).unwrap();
     assert_eq!(temp_store, 2, "MEMORY");
 }
+
+/// The checkpointer syncs the database pages it copied after each pass that copied some: a
+/// passive checkpoint that leaves frames behind does not, and they would all be synced by the
+/// checkpoint at the bound, under the write lock.
+#[test]
+fn the_checkpointer_syncs_the_database_after_a_pass() {
+    let p = tmp("syncs.db");
+    let _cleanup = Cleanup(p.parent().unwrap().to_owned());
+    let store = Store::open_with_wal_limit(p.to_str().unwrap(), 1 << 30).unwrap();
+    let body = "x".repeat(3000);
+    // about 3,000 log pages, no reader: each pass copies what it finds
+    for n in 0..1500 {
+        let msg = format!(r#"{{"role":"user","content":"{n} {body}"}}"#);
+        store.write(|db| db.append_messages("sid", &[(Some("user".into()), msg.clone())])).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while store.wal_syncs() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (syncs, passes) = (store.wal_syncs(), store.wal_passes());
+    assert!(syncs >= 1 && syncs <= passes, "{syncs} syncs in {passes} passes");
+    assert!(store.read(|db| db.integrity_ok()).unwrap());
+}
+
+/// Writes rows through `writer` (the bound's writer connection) until the bound says its
+/// checkpoint is due, telling it of each commit as the store does; whether it did in 10 s.
+fn write_until_due(writer: &Connection, bound: &super::wal::WalBound) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let body = "y".repeat(3000);
+    while !bound.is_due() && std::time::Instant::now() < deadline {
+        writer.execute("INSERT INTO t (body) VALUES (?1)", [&body]).unwrap();
+        bound.after_commit();
+    }
+    bound.is_due()
+}
+
+fn bound_at(name: &str, limit: u64, checkpointer: bool) -> (std::path::PathBuf, Connection, super::wal::WalBound) {
+    let p = tmp(name);
+    let mut writer = Connection::open(&p).unwrap();
+    writer.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)").unwrap();
+    let bound = super::wal::WalBound::new(&p, limit);
+    bound.configure(&writer).unwrap();
+    if checkpointer {
+        bound.start_checkpointer(&p, &mut writer).unwrap();
+    }
+    (p, writer, bound)
+}
+
+/// Past the limit, the checkpoint that starts the log over becomes due once the checkpointer
+/// has caught up (passive passes until little is left), so that it has little to copy and sync
+/// under the write lock; then it starts the log over.
+#[test]
+fn the_checkpoint_at_the_bound_follows_the_checkpointers_catch_up() {
+    let (p, writer, bound) = bound_at("catchup.db", 256 * 1024, true);
+    let _cleanup = Cleanup(p.parent().unwrap().to_owned());
+    assert!(write_until_due(&writer, &bound), "the checkpoint came due");
+    // it may also come due after a wait when the checkpointer has no core yet; it catches up
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !bound.caught_up() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(bound.caught_up(), "the checkpointer caught up");
+    assert!(bound.passes() >= 1 && bound.syncs() >= 1, "{} passes, {} syncs", bound.passes(), bound.syncs());
+    bound.checkpoint(&writer, Duration::from_secs(1));
+    assert_eq!(bound.restarts(), 1);
+    assert!(!bound.is_due());
+    drop(writer);
+    bound.stop_checkpointer();
+}
+
+/// Without a checkpointer (none started, or it could not be) nothing is waited for: the
+/// checkpoint is due as soon as the log is past the limit.
+#[test]
+fn without_a_checkpointer_the_checkpoint_is_due_at_the_limit() {
+    let (p, writer, bound) = bound_at("alone.db", 256 * 1024, false);
+    let _cleanup = Cleanup(p.parent().unwrap().to_owned());
+    assert!(write_until_due(&writer, &bound));
+    assert!(bound.caught_up(), "nothing to wait for");
+    assert_eq!(bound.passes(), 0);
+}
