@@ -16,8 +16,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 mod flow;
+#[cfg(test)]
+mod flow_tests;
 mod resume9;
 mod route;
+#[cfg(test)]
+mod testkit;
 #[cfg(test)]
 mod tests;
 pub mod v9;

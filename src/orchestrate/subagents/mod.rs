@@ -25,6 +25,8 @@ mod lifecycle;
 pub mod pause;
 mod queue;
 mod records;
+#[cfg(test)]
+mod recovery_tests;
 pub mod registry;
 #[cfg(test)]
 pub(crate) mod testkit;

@@ -69,3 +69,37 @@ pub fn replying_host() -> Arc<FakeHost> {
 pub fn str_of(v: &Value, k: &str) -> String {
     v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
+
+/// Whether the announce of `run_id` was delivered.
+pub fn announced(o: &Orchestrator, run_id: &str) -> bool {
+    record(o, run_id).is_some_and(|r| r.announce.status == "delivered")
+}
+
+/// A host whose `nested` runs on the requester hold until the gate opens.
+pub fn gated_host(gate: tokio::sync::watch::Receiver<bool>) -> Arc<FakeHost> {
+    Arc::new(FakeHost::new(move |req: AgentRunRequest| {
+        let mut gate = gate.clone();
+        Box::pin(async move {
+            match req.options.lane {
+                Lane::Nested => {
+                    let _ = gate.wait_for(|open| *open).await;
+                    Ok(json!({"reply": "busy done"}))
+                }
+                Lane::Subagent => Ok(json!({"reply": format!("result of {}", req.message)})),
+                Lane::Announce => Ok(json!({"reply": "ok"})),
+            }
+        })
+    }))
+}
+
+/// Starts a run on `key` that holds it (a `nested` run of `gated_host`); its id.
+pub fn busy_run(o: &Arc<Orchestrator>, key: &str) -> String {
+    let spec = crate::orchestrate::runs::RunSpec {
+        session_key: key.into(),
+        message: "busy".into(),
+        provenance: crate::orchestrate::runs::Provenance { kind: "inter_session", source_session_key: None },
+        options: crate::host::RunOptions::new(Lane::Nested, 30_000, "c"),
+        chain_limit: None,
+    };
+    o.runs().start(o.engine().clone(), o.host().clone(), spec).unwrap().unwrap()
+}
