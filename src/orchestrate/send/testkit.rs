@@ -2,7 +2,6 @@
 //! kind (told from its prompt), an orchestrator over it, and bounded waits.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -82,16 +81,9 @@ pub(super) async fn send(orch: &Arc<Orchestrator>, params: Value, ctx: Value) ->
     orch.tool(crate::tools::Tool::SessionsSend, params, ctx, false).await.unwrap()
 }
 
-/// Polls `f` every 10 ms for up to 20 s (generous: a reached state ends the wait at once).
+/// Polls `f` every 10 ms for up to 20 s (the registry's tests' wait).
 pub(super) async fn eventually(what: &str, f: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::time::Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(f(), "not within 20 s: {what}");
+    crate::orchestrate::subagents::testkit::until(what, f).await
 }
 
 pub(super) fn count(host: &FakeHost, kind: &str) -> usize {
