@@ -15,18 +15,30 @@ let broken = false
 const failures = []
 const FAILURE_CHARS = 1500
 
-/** The failed tests of a vitest JSON report, as `file > test` and the first lines of why. */
+/**
+ * The failed tests of a vitest JSON report, as `file > test` and the first lines of why; the
+ * number of tests that never finished (the suite skips none, so a `pending` test is one whose
+ * worker exited under it), which the caller counts as failed.
+ */
 function vitestFailures(report, label) {
+  let unfinished = 0
   for (const file of report.testResults ?? []) {
     for (const t of file.assertionResults ?? []) {
+      const name = `${file.name.replace(process.cwd() + '/', '')} > ${t.fullName}`
+      if (t.status === 'pending') {
+        unfinished += 1
+        failures.push(`${label}: ${name}\ndid not finish (its worker exited under it: see "Worker exited unexpectedly" above)`)
+        continue
+      }
       if (t.status !== 'failed') continue
       const why = (t.failureMessages ?? []).join('\n').slice(0, FAILURE_CHARS)
-      failures.push(`${label}: ${file.name.replace(process.cwd() + '/', '')} > ${t.fullName}\n${why}`)
+      failures.push(`${label}: ${name}\n${why}`)
     }
     if ((file.assertionResults ?? []).length === 0 && file.status === 'failed') {
       failures.push(`${label}: ${file.name.replace(process.cwd() + '/', '')}\n${(file.message ?? '').slice(0, FAILURE_CHARS)}`)
     }
   }
+  return unfinished
 }
 
 function run(cmd, args, opts = {}) {
@@ -76,9 +88,8 @@ rmSync('vitest.json', { force: true })
 const vitest = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', '--outputFile=vitest.json'])
 try {
   const r = JSON.parse(readFileSync('vitest.json', 'utf8'))
-  vitestFailures(r, 'vitest')
   passed += r.numPassedTests
-  failed += r.numFailedTests
+  failed += r.numFailedTests + vitestFailures(r, 'vitest')
   if (r.numFailedTestSuites > 0 && r.numFailedTests === 0) broken = true
 } catch {
   broken = true
@@ -93,9 +104,8 @@ if (process.env.SESSION_TOOLS_TEST_PG_URL) {
   delete process.env.SESSION_TOOLS_TEST_STORE
   try {
     const r = JSON.parse(readFileSync('vitest-pg.json', 'utf8'))
-    vitestFailures(r, 'vitest (PostgreSQL)')
     passed += r.numPassedTests
-    failed += r.numFailedTests
+    failed += r.numFailedTests + vitestFailures(r, 'vitest (PostgreSQL)')
     if (r.numFailedTestSuites > 0 && r.numFailedTests === 0) broken = true
   } catch {
     broken = true
