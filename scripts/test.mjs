@@ -1,7 +1,7 @@
 // `npm test`: builds the addon, runs the Rust tests and the vitest suite, and ends with one line
 // `N passed, N failed` summing both. Exits non-zero when anything failed or did not run.
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 
 import { startCluster } from './lib/pg-cluster.mjs'
 
@@ -39,6 +39,23 @@ function vitestFailures(report, label) {
     }
   }
   return unfinished
+}
+
+/**
+ * A vitest run with core dumps on: a worker killed by a signal (a crash prints nothing) leaves a
+ * core in this folder when the system writes them there; its stack, read with gdb when it is
+ * installed, goes to the failures, and the core is removed.
+ */
+function vitestRun(args) {
+  console.log(`\n$ npx vitest ${args.join(' ')}`)
+  const r = spawnSync('bash', ['-c', 'ulimit -c unlimited 2>/dev/null; exec npx vitest "$@"', 'vitest', ...args], { stdio: 'inherit' })
+  for (const core of readdirSync('.').filter((f) => /^core(\.\d+)?$/.test(f))) {
+    const gdb = spawnSync('gdb', ['-batch', '-ex', 'bt 40', process.execPath, core], { encoding: 'utf8' })
+    const stack = gdb.error ? `(no gdb: ${gdb.error.message})` : `${gdb.stdout ?? ''}`.slice(-FAILURE_CHARS * 2)
+    failures.push(`a vitest worker crashed and left ${core}; its stack:\n${stack}`)
+    rmSync(core, { force: true })
+  }
+  return r
 }
 
 function run(cmd, args, opts = {}) {
@@ -85,7 +102,7 @@ if (cargo.status !== 0 && !cargoCounted) broken = true
 if (cargo.status !== 0 && cargoCounted && failed === 0) broken = true
 
 rmSync('vitest.json', { force: true })
-const vitest = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', '--outputFile=vitest.json'])
+const vitest = vitestRun(['run', '--reporter=default', '--reporter=json', '--outputFile=vitest.json'])
 try {
   const r = JSON.parse(readFileSync('vitest.json', 'utf8'))
   passed += r.numPassedTests
@@ -100,7 +117,7 @@ if (vitest.status !== 0 && failed === 0) broken = true
 if (process.env.SESSION_TOOLS_TEST_PG_URL) {
   rmSync('vitest-pg.json', { force: true })
   process.env.SESSION_TOOLS_TEST_STORE = 'postgres'
-  const pg = run('npx', ['vitest', 'run', ...PG_SUITE, '--reporter=default', '--reporter=json', '--outputFile=vitest-pg.json'])
+  const pg = vitestRun(['run', ...PG_SUITE, '--reporter=default', '--reporter=json', '--outputFile=vitest-pg.json'])
   delete process.env.SESSION_TOOLS_TEST_STORE
   try {
     const r = JSON.parse(readFileSync('vitest-pg.json', 'utf8'))
