@@ -32,7 +32,7 @@
 //! itself after each pass, and once the log is past the limit it catches up (passes back to
 //! back until at most [`CAUGHT_UP_FRAMES`] are left) before that checkpoint is due: under
 //! writes back to back at 50,000 sessions it held every write 16-24 ms once every 100 ms (12-20
-//! of them the sync), and with both changes 2-3 ms (issue 17).
+//! of them the sync), and with both changes 2.7 ms at the median (issue 17).
 //!
 //! The checkpointer never takes the write lock. It used to, after each passive checkpoint, to
 //! copy the frames written meanwhile (`FULL`) so that the log would start over sooner: under
