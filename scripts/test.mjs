@@ -23,8 +23,9 @@ const FAILURE_CHARS = 1500
 function vitestFailures(report, label) {
   let unfinished = 0
   for (const file of report.testResults ?? []) {
+    const where = file.name.replace(process.cwd() + '/', '')
     for (const t of file.assertionResults ?? []) {
-      const name = `${file.name.replace(process.cwd() + '/', '')} > ${t.fullName}`
+      const name = `${where} > ${t.fullName}`
       if (t.status === 'pending') {
         unfinished += 1
         failures.push(`${label}: ${name}\ndid not finish (its worker exited under it: see "Worker exited unexpectedly" above)`)
@@ -35,7 +36,7 @@ function vitestFailures(report, label) {
       failures.push(`${label}: ${name}\n${why}`)
     }
     if ((file.assertionResults ?? []).length === 0 && file.status === 'failed') {
-      failures.push(`${label}: ${file.name.replace(process.cwd() + '/', '')}\n${(file.message ?? '').slice(0, FAILURE_CHARS)}`)
+      failures.push(`${label}: ${where}\n${(file.message ?? '').slice(0, FAILURE_CHARS)}`)
     }
   }
   return unfinished

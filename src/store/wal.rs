@@ -84,14 +84,12 @@ pub struct WalBound {
     due: AtomicBool,
     /// milliseconds after `started` when the checkpoint was marked due
     due_since_ms: AtomicU64,
-    /// what the checkpointer and the writer share about the catch-up (see [`WalBound::is_due`])
+    /// what the checkpointer shares with the writer: the catch-up (see [`WalBound::is_due`])
     catch_up: Arc<CatchUp>,
     /// checkpoints in a row that found readers still there
     failures: AtomicU32,
     /// checkpoints that started the log over
     restarts: AtomicU64,
-    /// passive checkpoints the checkpointer ran
-    passes: Arc<AtomicU64>,
     /// the checkpointer thread, while the store is open
     checkpointer: Mutex<Option<Checkpointer>>,
 }
@@ -153,7 +151,7 @@ fn sync_database(conn: &Connection) -> bool {
 /// still needs and never waits; a failure loses nothing, the next commit past the mark asks
 /// again) and the sync of what it copied; while a catch-up is wanted, passes back to back until
 /// it has caught up or run out of tries.
-fn run_passes(conn: &Connection, catch_up: &CatchUp, passes: &AtomicU64) {
+fn run_passes(conn: &Connection, catch_up: &CatchUp) {
     let wanted = catch_up.wanted.load(Ordering::Acquire);
     for extra in 0..=CATCH_UP_PASSES {
         // (busy, frames in the log when the pass began, frames copied back so far)
@@ -162,7 +160,7 @@ fn run_passes(conn: &Connection, catch_up: &CatchUp, passes: &AtomicU64) {
         if copied.as_ref().is_ok_and(|c| *c > 0) && sync_database(conn) {
             catch_up.syncs.fetch_add(1, Ordering::Relaxed);
         }
-        passes.fetch_add(1, Ordering::Relaxed);
+        catch_up.passes.fetch_add(1, Ordering::Relaxed);
         if !wanted {
             return;
         }
@@ -181,10 +179,10 @@ struct Checkpointer {
     thread: JoinHandle<()>,
 }
 
-/// The catch-up before the checkpoint at the bound: once the log is past the limit, the
-/// checkpointer runs passive passes (no write lock) until what is left to copy is small, so
-/// that the checkpoint that starts the log over, which holds the write lock through its copy
-/// and its sync, has little of either to do.
+/// What the checkpointer shares with the writer, above all the catch-up before the checkpoint at
+/// the bound: once the log is past the limit, the checkpointer runs passive passes (no write
+/// lock) until what is left to copy is small, so that the checkpoint that starts the log over,
+/// which holds the write lock through its copy and its sync, has little of either to do.
 #[derive(Default)]
 struct CatchUp {
     /// the checkpointer is to catch up (set when the checkpoint is marked due)
@@ -195,7 +193,8 @@ struct CatchUp {
     frames: AtomicI64,
     /// bytes of a log frame (its header and a page), once the writer's hook is set; 0 before
     frame_bytes: AtomicU64,
-    /// syncs of the database the checkpointer made (tests)
+    /// passive checkpoints the checkpointer ran, and syncs of the database it made (tests)
+    passes: AtomicU64,
     syncs: AtomicU64,
 }
 
@@ -222,7 +221,6 @@ impl WalBound {
             catch_up: Arc::default(),
             failures: AtomicU32::new(0),
             restarts: AtomicU64::new(0),
-            passes: Arc::new(AtomicU64::new(0)),
             checkpointer: Mutex::new(None),
         }
     }
@@ -238,7 +236,6 @@ impl WalBound {
         let (wake, rx) = mpsc::sync_channel::<()>(1);
         let busy = Arc::new(AtomicBool::new(false));
         let running = busy.clone();
-        let passes = self.passes.clone();
         let catch_up = self.catch_up.clone();
         let thread = std::thread::Builder::new()
             .name("session-tools-checkpoint".into())
@@ -246,7 +243,7 @@ impl WalBound {
                 // maintenance: only on a core nothing else wants (`priority`)
                 super::priority::lower_this_thread(super::priority::Background::Checkpointer);
                 while rx.recv().is_ok() {
-                    run_passes(&conn, &catch_up, &passes);
+                    run_passes(&conn, &catch_up);
                     running.store(false, Ordering::Release);
                 }
             })
@@ -333,9 +330,8 @@ impl WalBound {
     }
 
     /// The log is past the limit: the checkpoint that starts it over is due once the
-    /// checkpointer has caught up ([`CatchUp`]). Under writes back to back at 50,000 sessions
-    /// that checkpoint held every write 18-24 ms once every 100 ms, most of it the sync of the
-    /// up to 1,000 pages the idle-class checkpointer's last pass had not reached.
+    /// checkpointer has caught up ([`CatchUp`]), so that it has few pages left to copy and sync
+    /// under the write lock (see the module's header).
     fn mark_due(&self, now: u64) {
         let wake = self.checkpointer.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|c| c.wake.clone());
         self.catch_up.done.store(wake.is_none(), Ordering::Release);
@@ -400,7 +396,7 @@ impl WalBound {
     /// How many passive checkpoints the checkpointer ran so far (tests).
     #[cfg(test)]
     pub fn passes(&self) -> u64 {
-        self.passes.load(Ordering::Relaxed)
+        self.catch_up.passes.load(Ordering::Relaxed)
     }
 
     /// How many times the checkpointer synced the database after a pass (tests).
