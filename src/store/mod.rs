@@ -13,6 +13,7 @@ pub mod bulk;
 mod busy;
 mod cooldown;
 mod db;
+mod dbfile;
 mod group;
 pub mod inventory;
 pub mod oc9_read;

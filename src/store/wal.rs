@@ -50,6 +50,8 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::dbfile::DbFile;
+
 /// The size past which a checkpoint that waits for readers is due (it starts the log over).
 pub const WAL_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
 /// The log file is cut back to this many times the limit when it starts over
@@ -124,29 +126,6 @@ impl WakeMark {
     }
 }
 
-/// Syncs the database file through `conn`'s own handle of it (a descriptor of ours would drop
-/// the process's locks on the file when closed); whether it did.
-fn sync_database(conn: &Connection) -> bool {
-    let mut file: *mut rusqlite::ffi::sqlite3_file = std::ptr::null_mut();
-    // SAFETY: `conn` is open and used only by this thread; the file object SQLite hands back
-    // lives as long as the connection, and its methods may be called by the connection's user.
-    unsafe {
-        let rc = rusqlite::ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            rusqlite::ffi::SQLITE_FCNTL_FILE_POINTER,
-            (&mut file as *mut *mut rusqlite::ffi::sqlite3_file).cast(),
-        );
-        if rc != rusqlite::ffi::SQLITE_OK || file.is_null() || (*file).pMethods.is_null() {
-            return false;
-        }
-        match (*(*file).pMethods).xSync {
-            Some(sync) => sync(file, rusqlite::ffi::SQLITE_SYNC_NORMAL) == rusqlite::ffi::SQLITE_OK,
-            None => false,
-        }
-    }
-}
-
 /// What one wake-up of the checkpointer runs: a passive checkpoint (it copies what no reader
 /// still needs and never waits; a failure loses nothing, the next commit past the mark asks
 /// again) and the sync of what it copied; while a catch-up is wanted, passes back to back until
@@ -157,7 +136,7 @@ fn run_passes(conn: &Connection, catch_up: &CatchUp) {
         // (busy, frames in the log when the pass began, frames copied back so far)
         let copied = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(2));
         // when SQLite synced (it copied the whole log), this sync finds little to write
-        if copied.as_ref().is_ok_and(|c| *c > 0) && sync_database(conn) {
+        if copied.as_ref().is_ok_and(|c| *c > 0) && DbFile::of(conn).is_some_and(|f| f.sync()) {
             catch_up.syncs.fetch_add(1, Ordering::Relaxed);
         }
         catch_up.passes.fetch_add(1, Ordering::Relaxed);

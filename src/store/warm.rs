@@ -19,15 +19,20 @@
 //! request; 1.3 ms of system time for a file of 54 MB that is all there). A file larger than
 //! [`WARM_MAX_BYTES`] is left to the OS (which pages of it matter is its working set, not the
 //! whole file); it is never called cold. The log (`-wal`) is not read: its pages were written
-//! a moment ago. Not Linux: nothing is read, and the file is never called cold.
+//! a moment ago. Not Linux: nothing is read, and the file is never called cold. The thread
+//! reads and advises through a read-only connection of its own, which never reads a page as
+//! SQLite, and never through a descriptor it opened (`dbfile` says why).
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::dbfile::DbFile;
 
 /// How often the OS is asked to read back the pages it let go.
 pub const KEEP_EVERY: Duration = Duration::from_secs(1);
@@ -54,29 +59,41 @@ impl Warmth {
     pub fn start(db: &Path) -> Warmth {
         let warm = Arc::new(AtomicBool::new(true));
         let keeps = Arc::new(AtomicU64::new(0));
-        let kept = |file: &File| imp::SUPPORTED && file.metadata().is_ok_and(|m| m.len() <= WARM_MAX_BYTES);
-        let Some(file) = File::open(db).ok().filter(kept) else {
-            return Warmth { warm, keeps, thread: Mutex::new(None) };
+        let idle = |warm, keeps| Warmth { warm, keeps, thread: Mutex::new(None) };
+        // the file is read through a connection of its own (`dbfile`: no descriptor of ours)
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let Some(conn) = imp::SUPPORTED.then(|| Connection::open_with_flags(db, flags).ok()).flatten() else {
+            return idle(warm, keeps);
         };
+        let kept = DbFile::of(&conn).and_then(|f| f.size()).is_some_and(|len| len <= WARM_MAX_BYTES);
+        if !kept {
+            return idle(warm, keeps);
+        }
         warm.store(false, Ordering::Release);
         let (stop, stopped) = mpsc::channel::<()>();
-        let (flag, count) = (warm.clone(), keeps.clone());
+        let (flag, count, path) = (warm.clone(), keeps.clone(), db.to_owned());
         let spawned = std::thread::Builder::new().name("session-tools-keep".into()).spawn(move || {
             super::priority::lower_this_thread(super::priority::Background::Warmer);
-            // a store closed meanwhile ends the pass at the next read
-            let closed = || matches!(stopped.try_recv(), Err(TryRecvError::Disconnected));
-            imp::read_through(&file, closed);
-            flag.store(true, Ordering::Release);
-            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(KEEP_EVERY) {
-                keep(&file);
-                count.fetch_add(1, Ordering::Relaxed);
+            if let Some(file) = DbFile::of(&conn) {
+                // a store closed meanwhile ends the pass at the next read
+                let closed = || matches!(stopped.try_recv(), Err(TryRecvError::Disconnected));
+                read_through(&file, closed);
+                flag.store(true, Ordering::Release);
+                let fd = file.descriptor(&conn, &path);
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(KEEP_EVERY) {
+                    if let Some(fd) = fd {
+                        keep(&file, fd);
+                    }
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
             }
+            flag.store(true, Ordering::Release);
         });
         match spawned {
             Ok(handle) => Warmth { warm, keeps, thread: Mutex::new(Some((stop, handle))) },
             Err(_) => {
                 warm.store(true, Ordering::Release);
-                Warmth { warm, keeps, thread: Mutex::new(None) }
+                idle(warm, keeps)
             }
         }
     }
@@ -115,40 +132,41 @@ impl Drop for Warmth {
     }
 }
 
-/// Asks the OS to read back, in the background, the pages of `file` it let go.
-fn keep(file: &File) {
-    let Ok(len) = file.metadata().map(|m| m.len()) else { return };
+/// Reads the whole file once (its pages then come from the cache); a failed read, or `stop`
+/// answering true, ends the pass.
+fn read_through(file: &DbFile, stop: impl Fn() -> bool) {
+    let len = file.size().unwrap_or(0);
+    let mut buf = vec![0u8; READ_BYTES];
+    let mut at = 0u64;
+    while at < len && !stop() {
+        let n = (len - at).min(READ_BYTES as u64) as usize;
+        if !file.read_at(&mut buf[..n], at) {
+            break;
+        }
+        at += n as u64;
+    }
+}
+
+/// Asks the OS to read back, in the background, the pages of `file` (SQLite's descriptor `fd`
+/// of it) it let go.
+fn keep(file: &DbFile, fd: std::ffi::c_int) {
+    let len = file.size().unwrap_or(0);
     let mut at = 0;
     while at < len.min(WARM_MAX_BYTES) {
-        imp::will_need(file, at, ADVISE_BYTES);
+        imp::will_need(fd, at, ADVISE_BYTES);
         at += ADVISE_BYTES;
     }
 }
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use std::os::fd::AsRawFd;
-
     pub const SUPPORTED: bool = true;
 
-    /// Reads the whole file once (its pages then come from the cache); a failure, or `stop`
-    /// answering true, ends the pass.
-    pub fn read_through(file: &std::fs::File, stop: impl Fn() -> bool) {
-        use std::os::unix::fs::FileExt;
-        let mut buf = vec![0u8; super::READ_BYTES];
-        let mut at = 0u64;
-        while let Ok(n) = file.read_at(&mut buf, at) {
-            if n == 0 || stop() {
-                break;
-            }
-            at += n as u64;
-        }
-    }
-
-    pub fn will_need(file: &std::fs::File, at: u64, len: u64) {
-        // SAFETY: a valid open descriptor; the call only advises the kernel.
+    pub fn will_need(fd: std::ffi::c_int, at: u64, len: u64) {
+        // SAFETY: SQLite's open descriptor of the file (`DbFile::descriptor`); the call only
+        // advises the kernel and never closes it.
         unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), at as libc::off_t, len as libc::off_t, libc::POSIX_FADV_WILLNEED);
+            libc::posix_fadvise(fd, at as libc::off_t, len as libc::off_t, libc::POSIX_FADV_WILLNEED);
         }
     }
 }
@@ -157,9 +175,7 @@ mod imp {
 mod imp {
     pub const SUPPORTED: bool = false;
 
-    pub fn read_through(_: &std::fs::File, _: impl Fn() -> bool) {}
-
-    pub fn will_need(_: &std::fs::File, _: u64, _: u64) {}
+    pub fn will_need(_: std::ffi::c_int, _: u64, _: u64) {}
 }
 
 #[cfg(all(test, target_os = "linux"))]

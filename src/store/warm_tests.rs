@@ -85,3 +85,38 @@ fn a_file_over_the_bound_or_missing_is_left_to_the_os() {
     assert!(missing.thread.lock().unwrap().is_none());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Whether some record lock of this process stands on the file `probe` is open on (an open
+/// file description's lock conflicts with the process's own record locks; `probe` stays open,
+/// as closing it would drop them).
+fn locked(probe: &File) -> bool {
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as i16;
+    lock.l_whence = libc::SEEK_SET as i16;
+    assert_eq!(unsafe { libc::fcntl(probe.as_raw_fd(), libc::F_OFD_GETLK, &mut lock) }, 0);
+    lock.l_type != libc::F_UNLCK as i16
+}
+
+#[test]
+fn ending_the_thread_leaves_the_locks_another_connection_of_the_process_holds() {
+    let (dir, path) = file_of(0);
+    std::fs::remove_file(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("PRAGMA journal_mode=DELETE; CREATE TABLE t(x); INSERT INTO t VALUES (1);").unwrap();
+    let probe = File::open(&path).unwrap();
+    // a write in progress: the connection holds SQLite's exclusive lock on the database file
+    conn.execute_batch("BEGIN EXCLUSIVE; INSERT INTO t VALUES (2);").unwrap();
+    assert!(locked(&probe));
+    let warmth = Warmth::start(&path);
+    until("the first pass", Duration::from_secs(20), || warmth.is_warm());
+    let keeps = warmth.keeps();
+    until("a keep", Duration::from_secs(5), || warmth.keeps() > keeps);
+    drop(warmth);
+    assert!(locked(&probe), "ending the warm thread dropped the write's lock");
+    conn.execute_batch("COMMIT").unwrap();
+    assert!(!locked(&probe));
+    let n: i64 = conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 2);
+    drop(probe);
+    std::fs::remove_dir_all(dir).unwrap();
+}
