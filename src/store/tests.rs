@@ -127,10 +127,12 @@ fn a_cold_file_sends_inline_calls_to_the_threads_as_a_taken_lock_does() {
 }
 
 #[test]
-fn a_slow_inline_run_sends_the_inline_calls_of_the_next_second_to_the_threads() {
+fn a_slow_inline_run_sends_the_inline_calls_of_its_cool_down_to_the_threads() {
     let p = tmp("slow.db");
     let a = Store::open(p.to_str().unwrap()).unwrap();
     warm(&a);
+    // a cool-down no pause of a loaded machine outlasts between a slow run and the checks
+    a.cool.set_first(Duration::from_secs(1));
     put(&a, "agent:main:k", json!({"label": "one"}));
     let runs = a.slow_inline_runs();
     // an inline read longer than the event loop's budget (a page read from the disk, say) still
@@ -152,10 +154,10 @@ fn a_slow_inline_run_sends_the_inline_calls_of_the_next_second_to_the_threads() 
     // off the JS thread the same calls run
     put(&a, "agent:main:k", json!({"label": "two"}));
     // once the cool-down is over, inline again
-    std::thread::sleep(cooldown::COOL);
+    std::thread::sleep(a.cool.left());
     assert_eq!(inline(|| a.read(|db| db.session("agent:main:k"))).unwrap().unwrap()["label"], "two");
     // a slow inline write is committed, and starts a cool-down likewise
-    std::thread::sleep(cooldown::COOL);
+    std::thread::sleep(a.cool.left());
     let runs = a.slow_inline_runs();
     let wrote = inline(|| {
         a.write(|db| {
@@ -170,7 +172,7 @@ fn a_slow_inline_run_sends_the_inline_calls_of_the_next_second_to_the_threads() 
     assert!(inline(|| a.read(|db| db.session("agent:main:k"))).is_err_and(|e| is_would_block(&e)));
     assert_eq!(a.read(|db| db.session("agent:main:k")).unwrap().unwrap()["label"], "three");
     // and so does a slow inline batch
-    std::thread::sleep(cooldown::COOL);
+    std::thread::sleep(a.cool.left());
     let runs = a.slow_inline_runs();
     let slow_job: GroupJob = Box::new(|| {
         std::thread::sleep(cooldown::SLOW + Duration::from_millis(1));
