@@ -58,3 +58,37 @@ describe('garbage collections while a monitor ran', () => {
     expect(loopStats(quiet).gc).toEqual({ count: 0, maxMs: 0, totalMs: 0 })
   })
 })
+
+describe('a monitor enabled in stints', () => {
+  const wait = (ms: number) => new Promise((r) => setTimeout(r, ms))
+  const spin = (ms: number) => {
+    const end = Date.now() + ms
+    while (Date.now() < end);
+  }
+
+  it('does not count the time it was off, which another side held', async () => {
+    const h = loopMonitor()
+    h.enable()
+    await wait(30)
+    h.disable()
+    spin(150) // the other side of an alternating round, the monitor off
+    h.enable()
+    await wait(30)
+    h.disable()
+    const s = loopStats(h)
+    expect(s.samples).toBeGreaterThan(20)
+    expect(s.maxMs).toBeLessThan(100)
+  })
+
+  it('reads one stint as the histogram itself', async () => {
+    const h = loopMonitor()
+    h.enable()
+    await wait(40)
+    spin(5)
+    await wait(20)
+    h.disable()
+    const s = loopStats(h)
+    expect(s.samples).toBe(h.count)
+    expect(s.interval).toEqual({ maxMs: Math.round(h.max / 1e3) / 1e3, p99Ms: Math.round(h.percentile(99) / 1e3) / 1e3 })
+  })
+})

@@ -89,7 +89,48 @@ export const gcSettled = () => new Promise((r) => setTimeout(() => setImmediate(
 /** The resolution (ms) of every event-loop monitor of the harness. */
 export const LOOP_RESOLUTION_MS = 1
 
-/** An event-loop monitor that also keeps the windows it was enabled in (for `gcIn`). */
+/** The percentiles at which a stint of a monitor is read before its next one (`stintOf`): every
+ * 1% up to 99, every 0.01% above. */
+const STINT_GRID = [...Array.from({ length: 99 }, (_, i) => i + 1), ...Array.from({ length: 100 }, (_, i) => 99.01 + i * 0.01)]
+
+/** What one stint of a monitor recorded: its count, its worst interval, and its distribution as
+ * [interval, weight] at the percentiles of `STINT_GRID` (ns). */
+function stintOf(h) {
+  const bands = []
+  let below = 0
+  for (const p of STINT_GRID) {
+    const at = Math.min(p, 100)
+    bands.push([h.percentile(at), ((at - below) / 100) * h.count])
+    below = at
+  }
+  return { count: h.count, max: h.max, bands }
+}
+
+/** The stints of a monitor as one histogram (`count`, `max`, `percentile(p)`, in ns). */
+function merged(stints) {
+  const bands = stints.flatMap((s) => s.bands).filter(([, w]) => w > 0).sort((a, b) => a[0] - b[0])
+  const count = stints.reduce((n, s) => n + s.count, 0)
+  return {
+    count,
+    max: Math.max(0, ...stints.map((s) => s.max)),
+    percentile: (p) => {
+      let seen = 0
+      for (const [v, w] of bands) {
+        seen += w
+        if (seen >= (p / 100) * count - 1e-9) return v
+      }
+      return bands.length ? bands[bands.length - 1][0] : 0
+    },
+  }
+}
+
+/**
+ * An event-loop monitor that also keeps the windows it was enabled in (for `gcIn`). It may be
+ * enabled several times (`measureAlternating` turns each side's on only while its own calls
+ * run): each stint starts from an empty histogram (Node's records, at the first firing after a
+ * re-enable, the whole time it was off: 87 ms where the loop was held 1 ms, measured), and
+ * `loopStats` reads the stints together (`merged`).
+ */
 export function loopMonitor() {
   watchGc()
   const h = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS })
@@ -97,8 +138,14 @@ export function loopMonitor() {
   h.windows = []
   // the process's page faults and involuntary context switches while it was on (all threads)
   h.usage = { minorFaults: 0, majorFaults: 0, involuntarySwitches: 0 }
+  const stints = []
   let from = null
-  h.enable = () => { from = process.resourceUsage(); h.windows.push([performance.now(), Infinity]); return enable.call(h) }
+  h.enable = () => {
+    from = process.resourceUsage()
+    h.windows.push([performance.now(), Infinity])
+    h.reset()
+    return enable.call(h)
+  }
   h.disable = () => {
     const w = h.windows[h.windows.length - 1]
     if (w) w[1] = performance.now()
@@ -109,8 +156,11 @@ export function loopMonitor() {
       h.usage.involuntarySwitches += to.involuntaryContextSwitches - from.involuntaryContextSwitches
       from = null
     }
-    return disable.call(h)
+    const out = disable.call(h)
+    if (h.count) stints.push(stintOf(h))
+    return out
   }
+  h.merged = () => merged(stints)
   return h
 }
 
@@ -120,8 +170,9 @@ export function loopMonitor() {
  * resolution. How late the timer fired (how long something held the loop) is that interval less
  * the resolution: `maxMs` and `p99Ms` are that delay; `interval` keeps the monitor's own figures.
  */
-export function loopStats(h) {
-  const costs = h.windows ? { gc: gcIn(h.windows), usage: h.usage } : {}
+export function loopStats(monitor) {
+  const costs = monitor.windows ? { gc: gcIn(monitor.windows), usage: monitor.usage } : {}
+  const h = monitor.merged ? monitor.merged() : monitor
   if (!h.count) return { maxMs: null, p99Ms: null, samples: 0, interval: null, ...costs }
   const max = h.max / 1e6
   const p99 = h.percentile(99) / 1e6
