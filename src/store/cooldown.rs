@@ -18,7 +18,8 @@
 //! 6,800 of those rounds there (their median 290-420 µs against 210-230 inline). So the first
 //! slow run after a quiet spell cools for [`COOL_FIRST`]; each slow run that follows within
 //! [`QUIET`] of the one before doubles it, up to [`COOL_MAX`]. A store that stays slow (a cold
-//! file) reaches the second within five slow runs, and then pays one a second, as before.
+//! file) cools a second from its sixth slow run on (50, 100, 200, 400 and 800 ms before it),
+//! and so pays one late tick a second, as before.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
