@@ -10,7 +10,7 @@ use crate::error::ErrorCode;
 use crate::store::{Fault, Store};
 
 fn engine_with_mirror() -> (Engine, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("st-faults-{}", uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("faults");
     let db = dir.join("s.db");
     let mirror = dir.join("transcripts");
     let e = Engine::new(Store::open(db.to_str().unwrap()).unwrap(), Config::default(), Some(mirror.clone()));

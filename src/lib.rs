@@ -39,6 +39,8 @@ pub mod orchestrate;
 pub mod owner;
 pub mod params;
 pub mod policy;
+#[cfg(test)]
+mod scratch;
 pub mod settings;
 pub mod store;
 pub mod tools;

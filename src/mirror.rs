@@ -319,7 +319,7 @@ mod tests {
     use super::*;
 
     fn tmp() -> PathBuf {
-        std::env::temp_dir().join(format!("st-mirror-{}", uuid::Uuid::new_v4()))
+        crate::scratch::path("mirror")
     }
 
     fn at(first_seq: i64) -> Appended {
@@ -399,7 +399,7 @@ mod tests {
     fn a_link_planted_in_the_folder_is_not_followed() {
         let dir = tmp();
         fs::create_dir_all(&dir).unwrap();
-        let victim = dir.with_extension("victim");
+        let victim = crate::scratch::path("mirror-victim");
         fs::write(&victim, "untouched").unwrap();
         std::os::unix::fs::symlink(&victim, dir.join("s3.jsonl")).unwrap();
         assert!(append(&dir, &Kept::default(), "s3", &at(1), &["{}".into()], 0).is_err());
@@ -428,7 +428,7 @@ mod tests {
         append(&dir, &kept, "k", &at(4), &["{}".into()], 0).unwrap();
         assert_eq!(lines("k.jsonl"), 2);
         // a link planted in its place: not followed, though a handle of the old file is kept
-        let victim = dir.with_extension("victim2");
+        let victim = crate::scratch::path("mirror-victim");
         fs::write(&victim, "untouched").unwrap();
         fs::remove_file(dir.join("k.jsonl")).unwrap();
         std::os::unix::fs::symlink(&victim, dir.join("k.jsonl")).unwrap();

@@ -185,7 +185,7 @@ fn an_owner_tries_its_own_stuck_claim_again_only_after_the_attempt_deadline() {
 
 #[test]
 fn two_owners_on_one_file_never_both_claim_an_item() {
-    let dir = std::env::temp_dir().join(format!("st-owner-{}", uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("owner");
     let path = dir.join("s.db").to_string_lossy().into_owned();
     drop(seed_outbox(&path, 300));
     assert_claimed_once(claim_race(&path, &[("host-a", 1), ("host-b", 1)]), 300);

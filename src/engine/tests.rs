@@ -118,7 +118,7 @@ fn a_bare_spawned_by_is_stored_canonical_for_the_childs_agent() {
 
 #[test]
 fn appended_messages_are_mirrored_to_jsonl_and_the_list_points_at_the_file() {
-    let dir = std::env::temp_dir().join(format!("st-engine-mirror-{}", uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("engine-mirror");
     let e = Engine::new(Store::open(":memory:").unwrap(), Config::default(), Some(dir.clone()));
     e.append_messages(
         &json!("main"),

@@ -13,7 +13,7 @@ use crate::store::pg::testdb;
 use crate::store::Store;
 
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("st-migrate-{tag}-{}", uuid::Uuid::new_v4()));
+    let d = crate::scratch::path(&format!("migrate-{tag}"));
     fs::create_dir_all(&d).unwrap();
     d
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn temp_db() -> String {
-    let dir = std::env::temp_dir().join(format!("st-orch-{}", uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("orch");
     dir.join("s.db").to_string_lossy().into_owned()
 }
 

@@ -102,7 +102,7 @@ mod tests {
 
     #[test]
     fn a_writer_waits_for_the_lock_and_gets_it_once_it_is_free() {
-        let dir = std::env::temp_dir().join(format!("st-busy-{}", uuid::Uuid::new_v4()));
+        let dir = crate::scratch::path("busy");
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("busy.db");
         let holder = Connection::open(&file).unwrap();

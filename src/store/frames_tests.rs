@@ -9,7 +9,7 @@ use crate::store::sessions::ListFilter;
 use serde_json::{json, Map, Value};
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("st-frames-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("frames");
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

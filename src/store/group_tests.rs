@@ -23,7 +23,7 @@ impl AsRef<Store> for Owner {
 /// A new file store, once its file is read into the OS's cache (until then nothing runs inline:
 /// `warm`).
 fn open() -> Arc<Owner> {
-    let dir = std::env::temp_dir().join(format!("st-group-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("group");
     std::fs::create_dir_all(&dir).unwrap();
     let store = Store::open(dir.join("g.db").to_str().unwrap()).unwrap();
     warm(&store);

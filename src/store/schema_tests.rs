@@ -69,7 +69,7 @@ fn check_merged(st: &Store, on: &str) {
 
 #[test]
 fn a_sqlite_store_with_rows_in_both_task_tables_keeps_them_all_in_one() {
-    let dir = std::env::temp_dir().join(format!("st-merge-tasks-{}", uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("merge-tasks");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("store.db");
     {

@@ -8,7 +8,7 @@ use crate::store::Store;
 /// Two locations a store can be closed and reopened at: a new SQLite file and a new
 /// PostgreSQL schema (for the restart cases of the registry, task and yield tests).
 pub(crate) fn reopenable_urls() -> [String; 2] {
-    let dir = std::env::temp_dir().join(format!("st-runs-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("runs");
     [dir.join("store.db").to_string_lossy().into_owned(), testdb::fresh_url()]
 }
 

@@ -8,7 +8,7 @@ use rusqlite::TransactionBehavior;
 use serde_json::{json, Map, Value};
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("st-store-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("store");
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

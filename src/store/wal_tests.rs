@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::Store;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("st-wal-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("wal");
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

@@ -10,7 +10,7 @@ struct Dir(std::path::PathBuf);
 
 impl Dir {
     fn new() -> Dir {
-        let dir = std::env::temp_dir().join(format!("st-walvfs-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+        let dir = crate::scratch::path("walvfs");
         std::fs::create_dir_all(&dir).unwrap();
         Dir(dir)
     }

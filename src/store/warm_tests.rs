@@ -11,7 +11,7 @@ use super::*;
 
 /// A file of `bytes` in a folder of its own, written through to the disk.
 fn file_of(bytes: usize) -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("st-warm-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("warm");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sessions.db");
     let mut f = File::create(&path).unwrap();

@@ -14,7 +14,7 @@ use crate::keys::KeyModel;
 
 fn initialised_copy(tag: &str) -> PathBuf {
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("__test__/fixtures/openclaw-2026.9/initialised");
-    let d = std::env::temp_dir().join(format!("st-oc9-init-{tag}-{}", uuid::Uuid::new_v4()));
+    let d = crate::scratch::path(&format!("oc9-init-{tag}"));
     copy_dir(&from, &d);
     d
 }
@@ -137,7 +137,7 @@ fn every_task_of_the_one_ledger_is_exported_ours_completed_as_2026_9_completes_i
 fn a_folder_the_gateway_has_not_initialised_is_refused_and_a_missing_agent_reported() {
     let src = fixture_copy("exp-src2");
     let (st, _) = import(&src);
-    let empty = std::env::temp_dir().join(format!("st-oc9-empty-{}", uuid::Uuid::new_v4()));
+    let empty = crate::scratch::path("oc9-empty");
     fs::create_dir_all(&empty).unwrap();
     let err = export_state_dir_2026_9(&st, &km(), &empty).unwrap_err();
     assert!(err.message().contains("start the 2026.9 gateway once"), "{}", err.message());
@@ -193,7 +193,7 @@ fn the_fixture_moves_through_postgres_as_through_sqlite_in_both_layouts() {
         let d = st.dialect();
         let r = crate::migrate::import_state_dir(&st, &km(), None, &src, 1_800_000_000_000).unwrap();
         assert_eq!((r.sessions, r.messages, r.runs, r.tasks), (20, 30, 2, 2), "{d:?}");
-        let json = std::env::temp_dir().join(format!("st-oc9-pg-json-{}", uuid::Uuid::new_v4()));
+        let json = crate::scratch::path("oc9-pg-json");
         let ex1 = crate::migrate::export_state_dir(&st, &km(), &json, Some(live)).unwrap();
         let out = initialised_copy("pg-exp");
         let ex9 = export_state_dir_2026_9(&st, &km(), &out).unwrap();

@@ -32,7 +32,7 @@ pub(super) fn copy_dir(from: &Path, to: &Path) {
 
 /// A private copy of the fixture folder.
 pub(super) fn fixture_copy(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("st-oc9-{tag}-{}", uuid::Uuid::new_v4()));
+    let d = crate::scratch::path(&format!("oc9-{tag}"));
     copy_dir(&fixture(), &d);
     d
 }
@@ -163,7 +163,7 @@ fn bad_databases_are_skipped_with_their_reason_and_the_rest_is_imported() {
     let bytes = fs::read(&state).unwrap();
     fs::write(&state, &bytes[..8192]).unwrap();
     fs::create_dir_all(dir.join("agents/empty/agent")).unwrap();
-    let outside = std::env::temp_dir().join(format!("st-oc9-outside-{}", uuid::Uuid::new_v4()));
+    let outside = crate::scratch::path("oc9-outside");
     fs::create_dir_all(&outside).unwrap();
     fs::copy(dir.join("agents/research/agent/openclaw-agent.sqlite"), outside.join("x.sqlite")).unwrap();
     fs::create_dir_all(dir.join("agents/linked/agent")).unwrap();
@@ -284,8 +284,8 @@ fn an_empty_wal_left_behind_is_read_past_without_creating_anything() {
 #[test]
 fn a_wal_with_content_but_no_shm_is_read_from_a_private_copy_and_the_folder_is_untouched() {
     // a gateway that stopped with its last writes still in the WAL, copied without its -shm
-    let live = std::env::temp_dir().join(format!("st-oc9-wal-{}", uuid::Uuid::new_v4()));
-    let dir = std::env::temp_dir().join(format!("st-oc9-noshm-{}", uuid::Uuid::new_v4()));
+    let live = crate::scratch::path("oc9-wal");
+    let dir = crate::scratch::path("oc9-noshm");
     fs::create_dir_all(&live).unwrap();
     fs::create_dir_all(&dir).unwrap();
     let db = live.join("openclaw-agent.sqlite");

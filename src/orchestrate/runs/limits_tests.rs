@@ -19,7 +19,7 @@ const TRIES: usize = 6;
 const REQUESTER: &str = "agent:main:main";
 
 fn places() -> [String; 2] {
-    let file = std::env::temp_dir().join(format!("st-limits-{}.db", uuid::Uuid::new_v4()));
+    let file = crate::scratch::path("limits").join("l.db");
     [file.to_string_lossy().into_owned(), testdb::fresh_url()]
 }
 

@@ -203,7 +203,7 @@ async fn a_wait_that_times_out_ends_the_wait_not_the_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_run_times_out_at_once_with_zero_and_earlier_runs_answer_from_the_store() {
-    let dir = std::env::temp_dir().join(format!("st-runs-{}", uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("runs");
     let path = dir.join("s.db");
     let e = Arc::new(Engine::new(Store::open(path.to_str().unwrap()).unwrap(), Config::default(), None));
     let runs = Arc::new(Runs::new("test-owner".into()));

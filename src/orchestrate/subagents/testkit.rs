@@ -16,7 +16,7 @@ use crate::orchestrate::state::Orchestrator;
 use crate::store::Store;
 
 pub fn tmp_db() -> String {
-    let dir = std::env::temp_dir().join(format!("st-sub-{}", uuid::Uuid::new_v4()));
+    let dir = crate::scratch::path("sub");
     dir.join("s.db").to_string_lossy().into_owned()
 }
 
