@@ -1,7 +1,7 @@
 //! Scratch paths for tests: a fresh path under the OS's temp folder, removed when the test
 //! process exits (the harness ends with `exit`, after every test, passed or failed, which runs the
-//! `atexit` handler registered here), so `cargo test` leaves nothing behind. Before, each run left
-//! some 2,000 folders in the temp folder (4,620 after a day of runs here, about 1 GB).
+//! `atexit` handler registered here), so `cargo test` leaves nothing behind. Before, every run
+//! left its folders in the temp folder (4,620 of them, about 1 GB, after a day of runs here).
 
 use std::path::PathBuf;
 use std::sync::{Mutex, Once};
