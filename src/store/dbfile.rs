@@ -11,39 +11,36 @@
 //! never decides what is done with it.
 
 use std::ffi::{c_int, CStr};
-use std::marker::PhantomData;
 use std::path::Path;
 
 use rusqlite::{ffi, Connection};
 
 /// The database file of one connection, while the connection is borrowed.
 pub struct DbFile<'c> {
+    conn: &'c Connection,
     file: *mut ffi::sqlite3_file,
     methods: &'c ffi::sqlite3_io_methods,
-    _conn: PhantomData<&'c Connection>,
+}
+
+/// What the file control `op` writes about `conn`'s main database: a pointer to one of SQLite's
+/// objects, `None` when it fails or answers null.
+fn main_pointer<T>(conn: &Connection, op: c_int) -> Option<*mut T> {
+    let mut out: *mut T = std::ptr::null_mut();
+    // SAFETY: `conn` is open; the pointer file controls write one pointer (or null) into `out`.
+    let rc =
+        unsafe { ffi::sqlite3_file_control(conn.handle(), c"main".as_ptr(), op, (&mut out as *mut *mut T).cast()) };
+    (rc == ffi::SQLITE_OK && !out.is_null()).then_some(out)
 }
 
 impl<'c> DbFile<'c> {
     /// The file of `conn`'s main database; `None` when SQLite has none to give (an in-memory
     /// database) or its file has no methods.
     pub fn of(conn: &'c Connection) -> Option<DbFile<'c>> {
-        let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
-        // SAFETY: `conn` is open; SQLite writes the file object of its main database (or null)
-        // into `file`. The object lives as long as the connection, which outlives `'c`.
-        let rc = unsafe {
-            ffi::sqlite3_file_control(
-                conn.handle(),
-                c"main".as_ptr(),
-                ffi::SQLITE_FCNTL_FILE_POINTER,
-                (&mut file as *mut *mut ffi::sqlite3_file).cast(),
-            )
-        };
-        if rc != ffi::SQLITE_OK || file.is_null() {
-            return None;
-        }
+        // the file object lives as long as the connection, which outlives `'c`
+        let file = main_pointer::<ffi::sqlite3_file>(conn, ffi::SQLITE_FCNTL_FILE_POINTER)?;
         // SAFETY: `file` is SQLite's open file object; its methods table is static in SQLite.
         let methods = unsafe { (*file).pMethods.as_ref()? };
-        Some(DbFile { file, methods, _conn: PhantomData })
+        Some(DbFile { conn, file, methods })
     }
 
     /// The file's length in bytes.
@@ -77,24 +74,12 @@ impl<'c> DbFile<'c> {
     /// descriptor is `path`'s file (same device and inode), so a layout of another build
     /// answers `None` rather than a wrong descriptor.
     #[cfg(unix)]
-    pub fn descriptor(&self, conn: &Connection, path: &Path) -> Option<c_int> {
+    pub fn descriptor(&self, path: &Path) -> Option<c_int> {
         use std::os::unix::fs::MetadataExt;
         const HEAD: usize = 3 * std::mem::size_of::<*const ()>();
-        let mut vfs: *mut ffi::sqlite3_vfs = std::ptr::null_mut();
-        // SAFETY: `conn` is open; SQLite writes its main database's VFS into `vfs`.
-        let rc = unsafe {
-            ffi::sqlite3_file_control(
-                conn.handle(),
-                c"main".as_ptr(),
-                ffi::SQLITE_FCNTL_VFS_POINTER,
-                (&mut vfs as *mut *mut ffi::sqlite3_vfs).cast(),
-            )
-        };
-        if rc != ffi::SQLITE_OK {
-            return None;
-        }
-        // SAFETY: a VFS SQLite hands back (or null) is registered for the process's life.
-        let vfs = unsafe { vfs.as_ref() }?;
+        let vfs = main_pointer::<ffi::sqlite3_vfs>(self.conn, ffi::SQLITE_FCNTL_VFS_POINTER)?;
+        // SAFETY: a VFS SQLite hands back is registered for the process's life.
+        let vfs = unsafe { &*vfs };
         // SAFETY: a registered VFS's name is a C string that lives as long as it.
         let name = unsafe { CStr::from_ptr(vfs.zName) };
         if !name.to_bytes().starts_with(b"unix") || (vfs.szOsFile as usize) < HEAD + std::mem::size_of::<c_int>() {
@@ -111,7 +96,7 @@ impl<'c> DbFile<'c> {
 
     /// No descriptor to give off the unix VFS.
     #[cfg(not(unix))]
-    pub fn descriptor(&self, _: &Connection, _: &Path) -> Option<c_int> {
+    pub fn descriptor(&self, _: &Path) -> Option<c_int> {
         None
     }
 }

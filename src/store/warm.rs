@@ -79,7 +79,7 @@ impl Warmth {
                 let closed = || matches!(stopped.try_recv(), Err(TryRecvError::Disconnected));
                 read_through(&file, closed);
                 flag.store(true, Ordering::Release);
-                let fd = file.descriptor(&conn, &path);
+                let fd = file.descriptor(&path);
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(KEEP_EVERY) {
                     if let Some(fd) = fd {
                         keep(&file, fd);
