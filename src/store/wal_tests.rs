@@ -229,6 +229,42 @@ fn the_checkpoint_at_the_bound_follows_the_checkpointers_catch_up() {
     bound.stop_checkpointer();
 }
 
+/// Once the checkpointer has caught up, it runs no pass until the checkpoint at the bound has
+/// run (a pass then would hold SQLite's checkpoint lock while that checkpoint waits for it);
+/// the checkpoint lets it run again.
+#[test]
+fn a_caught_up_checkpointer_waits_for_the_checkpoint_at_the_bound() {
+    let (p, writer, bound) = bound_at("held.db", 256 * 1024, true);
+    let _cleanup = Cleanup(p.parent().unwrap().to_owned());
+    assert!(write_until_due(&writer, &bound));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !bound.caught_up() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(bound.caught_up(), "the checkpointer caught up");
+    assert!(bound.is_due(), "caught up, the checkpoint is due");
+    let held_at = bound.passes();
+    // 2,500 new log pages: two wake-ups of the checkpointer, each a pass if it were let run
+    let body = "z".repeat(3000);
+    for _ in 0..2500 {
+        writer.execute("INSERT INTO t (body) VALUES (?1)", [&body]).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(bound.passes(), held_at, "no pass ran before the checkpoint");
+    bound.checkpoint(&writer, Duration::from_secs(1));
+    assert_eq!(bound.restarts(), 1);
+    for _ in 0..2500 {
+        writer.execute("INSERT INTO t (body) VALUES (?1)", [&body]).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while bound.passes() == held_at && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(bound.passes() > held_at, "passes run again after the checkpoint");
+    drop(writer);
+    bound.stop_checkpointer();
+}
+
 /// Without a checkpointer (none started, or it could not be) nothing is waited for: the
 /// checkpoint is due as soon as the log is past the limit.
 #[test]
