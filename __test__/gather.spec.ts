@@ -77,6 +77,38 @@ describe('gathered writes keep every caller semantics', () => {
     expect((await st.chatHistory(key)).messages).toHaveLength(0)
   })
 
+  test('given 8 gathered upserts in one turn, one refused by the engine, when they settle then each caller gets its own entry or error, in call order', async () => {
+    // a turn's writes that run inline are settled together (one parse for the run of answers);
+    // a refusal in the middle splits the run and keeps its place
+    const { st } = await openFile()
+    await st.upsertSession('agent:main:warm', {})
+    for (let i = 0; i < 5; i++) await nextTurn()
+    const order: number[] = []
+    const calls = Array.from({ length: 8 }, (_, i) =>
+      st.upsertSession(`agent:main:g${i}`, i === 3 ? { spawnedBy: 'a\u0000b' } : { inputTokens: i, label: `L${i}` }).then(
+        (e) => (order.push(i), e),
+        (e) => {
+          order.push(i)
+          throw e
+        },
+      ),
+    )
+    const settled = await Promise.allSettled(calls)
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
+    settled.forEach((s, i) => {
+      if (i === 3) {
+        expect(s.status).toBe('rejected')
+        expect((s as PromiseRejectedResult).reason.code).toBe('INVALID_REQUEST')
+        return
+      }
+      expect(s.status).toBe('fulfilled')
+      const e = (s as PromiseFulfilledResult<any>).value
+      expect([e.inputTokens, e.label]).toEqual([i, `L${i}`])
+    })
+    expect(await st.getSession('agent:main:g3')).toBeNull()
+    expect((await st.getSession('agent:main:g7'))?.label).toBe('L7')
+  })
+
   test('given writes to two stores interleaved in one turn when they settle then each write is in its own store', async () => {
     const a = await openMem()
     const b = await openMem()

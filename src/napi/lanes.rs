@@ -433,6 +433,7 @@ fn run_writes(env: &Env, writes: Vec<Queued>) -> bool {
     match engine.store().try_run_inline(jobs) {
         Ok(outs) => {
             let mut later = false;
+            let mut settled = Vec::with_capacity(outs.len());
             for (q, out) in writes.into_iter().zip(outs) {
                 match out {
                     // it wrote nothing: it runs again on the writer, as every later one
@@ -441,9 +442,10 @@ fn run_writes(env: &Env, writes: Vec<Queued>) -> bool {
                         later = true;
                         spill(q);
                     }
-                    out => q.ticket.settle_now(env, out),
+                    out => settled.push((q.ticket, out)),
                 }
             }
+            port::settle_now_all(env, settled);
             !later
         }
         Err(_) => {
