@@ -5,7 +5,7 @@ import vm from 'node:vm'
 
 import { describe, expect, it } from 'vitest'
 
-import { gcSettled, LOOP_RESOLUTION_MS, loopMonitor, loopStats } from '../bench/lib/measure.mjs'
+import { gcSettled, LOOP_RESOLUTION_MS, loopMonitor, loopStats, newSide, warmUp } from '../bench/lib/measure.mjs'
 
 /** A stand-in for an IntervalHistogram holding `ms` (nanoseconds inside, as Node's). */
 function histogram(ms: number[]) {
@@ -90,5 +90,31 @@ describe('a monitor enabled in stints', () => {
     const s = loopStats(h)
     expect(s.samples).toBe(h.count)
     expect(s.interval).toEqual({ maxMs: Math.round(h.max / 1e3) / 1e3, p99Ms: Math.round(h.percentile(99) / 1e3) / 1e3 })
+  })
+})
+
+describe('the warm-up', () => {
+  const run = { warmup: 3, warmupMs: 60, warmupMax: 30 }
+
+  it('runs quick calls up to its most, past its least', async () => {
+    const seen: number[] = []
+    const n = await warmUp(newSide((i: number) => seen.push(i)), run)
+    expect(n).toBe(30)
+    expect(seen).toEqual(Array.from({ length: 30 }, (_, k) => -1 - k))
+  })
+
+  it('runs slow calls only until its time has passed, and never fewer than its least', async () => {
+    const slow = () => new Promise((r) => setTimeout(r, 25))
+    expect(await warmUp(newSide(slow), run)).toBe(3)
+    expect(await warmUp(newSide(slow), { ...run, warmupMs: 0 })).toBe(3)
+    expect(await warmUp(newSide(() => new Promise((r) => setTimeout(r, 5))), run)).toBeLessThan(30)
+  })
+
+  it('counts failed warm-up calls apart and runs exactly its count without the time rule', async () => {
+    const side = newSide(() => {
+      throw new Error('no')
+    })
+    expect(await warmUp(side, { warmup: 4 })).toBe(4)
+    expect(side.warmupErrors).toBe(4)
   })
 })

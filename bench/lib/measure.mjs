@@ -187,7 +187,7 @@ export function pct(sorted, p) {
 }
 
 /**
- * Times `fn(i)` `run.iters` times after `run.warmup` warm-up calls (stopping after `run.capMs`
+ * Times `fn(i)` `run.iters` times after its warm-up ([`warmUp`]; stopping after `run.capMs`
  * once `run.minIters` ran). An operation that fails is counted in `errors` with its time, and
  * the run goes on. The event loop gets one turn (setImmediate) between operations, outside the
  * timed window: a synchronous implementation would otherwise hold it for the whole loop, as no
@@ -196,7 +196,7 @@ export function pct(sorted, p) {
  */
 export async function measure(run, fn) {
   const side = newSide(fn)
-  await warmUp(side, run.warmup)
+  await warmUp(side, run)
   await quiet()
   const start = performance.now()
   side.h.enable()
@@ -218,7 +218,7 @@ export async function measure(run, fn) {
  */
 export async function measureAlternating(run, fns, rounds = 6) {
   const sides = fns.map(newSide)
-  for (const side of sides) await warmUp(side, run.warmup)
+  for (const side of sides) await warmUp(side, run)
   await quiet()
   const per = Math.max(1, Math.ceil(run.iters / rounds))
   const start = performance.now()
@@ -237,7 +237,7 @@ export async function measureAlternating(run, fns, rounds = 6) {
 }
 
 /** One timed function: its calls' times and failures, and its own loop monitor. */
-const newSide = (fn) => ({ fn, errors: 0, warmupErrors: 0, firstError: null, times: [], h: loopMonitor() })
+export const newSide = (fn) => ({ fn, errors: 0, warmupErrors: 0, firstError: null, times: [], h: loopMonitor() })
 
 /** Calls `side.fn(i)`; a failure is counted (the first one's message kept), never thrown. */
 async function attempt(side, i) {
@@ -249,10 +249,23 @@ async function attempt(side, i) {
   }
 }
 
-/** `n` warm-up calls (`i` = -1, -2, …), their failures counted apart. */
-async function warmUp(side, n) {
-  for (let i = 0; i < n; i++) await attempt(side, -1 - i)
+/**
+ * Warm-up calls (`i` = -1, -2, …), their failures counted apart: at least `run.warmup`, then
+ * more until `run.warmupMs` has passed since the first or `run.warmupMax` have run, so that a
+ * call of a tenth of a millisecond is timed past V8's warm-up of the JS it runs (a listing's
+ * calls 4 to 15 of a fresh process took 0.2–0.36 ms, later ones 0.1) and a call of seconds is
+ * not made more often than before. Answers how many ran.
+ */
+export async function warmUp(side, run) {
+  const start = performance.now()
+  const most = Math.max(run.warmup, run.warmupMax ?? 0)
+  let n = 0
+  while (n < most && (n < run.warmup || performance.now() - start < (run.warmupMs ?? 0))) {
+    await attempt(side, -1 - n)
+    n++
+  }
   side.warmupErrors = side.errors
+  return n
 }
 
 /** One timed call, after a turn of the event loop outside the timed window. */
