@@ -177,6 +177,9 @@ fn run_passes(conn: &Connection, catch_up: &CatchUp) {
 struct PassGate {
     state: Mutex<GateState>,
     ended: Condvar,
+    /// `state.running`, for [`is_running`](Self::is_running), which the JS thread asks (it never
+    /// waits on a lock of ours)
+    running: AtomicBool,
 }
 
 #[derive(Default)]
@@ -199,6 +202,7 @@ impl PassGate {
             return false;
         }
         s.running = true;
+        self.running.store(true, Ordering::Release);
         true
     }
 
@@ -206,12 +210,13 @@ impl PassGate {
     fn leave(&self, hold: bool) {
         let mut s = self.lock();
         s.running = false;
+        self.running.store(false, Ordering::Release);
         s.held |= hold;
         self.ended.notify_all();
     }
 
     fn is_running(&self) -> bool {
-        self.lock().running
+        self.running.load(Ordering::Acquire)
     }
 
     /// No pass begins until [`release`](Self::release); waits up to `wait` for the one running.
