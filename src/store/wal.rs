@@ -175,43 +175,35 @@ fn run_passes(conn: &Connection, catch_up: &CatchUp) {
 /// waits for the pass running, woken when that ends rather than polling SQLite's lock.
 #[derive(Default)]
 struct PassGate {
-    state: Mutex<GateState>,
+    /// no pass may begin (a checkpoint at the bound is due or running)
+    held: Mutex<bool>,
     ended: Condvar,
-    /// `state.running`, for [`is_running`](Self::is_running), which the JS thread asks (it never
-    /// waits on a lock of ours)
+    /// a pass is running; changed only under `held`'s lock, so a hold waits on it with `ended`,
+    /// and read without the lock by [`is_running`](Self::is_running), which the JS thread asks
+    /// (it never waits on a lock of ours)
     running: AtomicBool,
 }
 
-#[derive(Default)]
-struct GateState {
-    /// a pass is running
-    running: bool,
-    /// no pass may begin (a checkpoint at the bound is due or running)
-    held: bool,
-}
-
 impl PassGate {
-    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, bool> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether a pass may begin now; if so it is running until [`leave`](Self::leave).
     fn enter(&self) -> bool {
-        let mut s = self.lock();
-        if s.held {
+        let held = self.lock();
+        if *held {
             return false;
         }
-        s.running = true;
         self.running.store(true, Ordering::Release);
         true
     }
 
     /// The pass has ended; with `hold`, no other begins until [`release`](Self::release).
     fn leave(&self, hold: bool) {
-        let mut s = self.lock();
-        s.running = false;
+        let mut held = self.lock();
         self.running.store(false, Ordering::Release);
-        s.held |= hold;
+        *held |= hold;
         self.ended.notify_all();
     }
 
@@ -221,20 +213,20 @@ impl PassGate {
 
     /// No pass begins until [`release`](Self::release); waits up to `wait` for the one running.
     fn hold(&self, wait: Duration) {
-        let mut s = self.lock();
-        s.held = true;
+        let mut held = self.lock();
+        *held = true;
         let deadline = Instant::now() + wait;
-        while s.running {
+        while self.is_running() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
-            s = self.ended.wait_timeout(s, left).unwrap_or_else(|p| p.into_inner()).0;
+            held = self.ended.wait_timeout(held, left).unwrap_or_else(|p| p.into_inner()).0;
         }
     }
 
     fn release(&self) {
-        self.lock().held = false;
+        *self.lock() = false;
     }
 }
 
