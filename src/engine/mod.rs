@@ -174,7 +174,7 @@ impl Engine {
             if let Some(text) = stored.as_deref().filter(|_| on_text) {
                 let merged = crate::entry_text::merge_text(text, &patch, now, &crate::store::sessions::SEARCH_SOURCES);
                 if let Some(m) = merged {
-                    if db.put_merged_text(&key, &m.fields, &m.text)? {
+                    if db.put_merged_text(&key, m.updated_at, m.fields.as_ref(), &m.text)? {
                         return Ok(m.text);
                     }
                 }

@@ -29,8 +29,12 @@ const LEGACY: [&str; 3] = ["provider", "lastProvider", "room"];
 pub struct Merged {
     /// the merged entry's JSON text, as stored and answered
     pub text: String,
-    /// the fields the caller asked for (`merge_text`'s `wanted`), parsed from the merged entry
-    pub fields: Entry,
+    /// the merged entry's `updatedAt`, as [`entry::updated_at`] reads it
+    pub updated_at: i64,
+    /// the fields the caller asked for (`merge_text`'s `wanted`), parsed from the merged entry;
+    /// `None` when neither the patch nor the route rewrite (§2.4) set one of them, so that they
+    /// are the stored entry's, unchanged (an upsert then leaves the columns made of them alone)
+    pub fields: Option<Entry>,
 }
 
 /// A member's value: its stored text, or a value to write.
@@ -49,8 +53,9 @@ impl Slot<'_> {
 }
 
 /// `entry::merge(Some(stored), patch, now)` serialised, made on the stored text; with the fields
-/// named in `wanted` of the merged entry. `None` when the text or the patch is not one this
-/// path handles (module header).
+/// named in `wanted` of the merged entry when the merge set one of them (`wanted` holds no
+/// `updatedAt`: that one is [`Merged::updated_at`]). `None` when the text or the patch is not
+/// one this path handles (module header).
 pub fn merge_text(stored: &str, patch: &Entry, now: i64, wanted: &[&str]) -> Option<Merged> {
     if patch.contains_key("sessionId") || LEGACY.iter().any(|f| patch.contains_key(*f)) {
         return None;
@@ -74,6 +79,7 @@ pub fn merge_text(stored: &str, patch: &Entry, now: i64, wanted: &[&str]) -> Opt
     if !has_session_id {
         return None;
     }
+    let mut changed_wanted = patch.keys().any(|k| wanted.contains(&k.as_str()));
     // the overlay: a patch field replaces the stored one in its place, a new one goes last
     for (k, v) in patch {
         set(&mut names, &mut slots, escaped(k)?, Some(Slot::Value(Cow::Borrowed(v))));
@@ -94,10 +100,11 @@ pub fn merge_text(stored: &str, patch: &Entry, now: i64, wanted: &[&str]) -> Opt
     )?;
     if let Some(rewrite) = entry::delivery_rewrite(&route) {
         for (name, value) in rewrite {
+            changed_wanted |= wanted.contains(&name);
             set(&mut names, &mut slots, Cow::Borrowed(name), value.map(|v| Slot::Value(Cow::Owned(v))));
         }
     }
-    let fields = pick(&names, &slots, wanted)?;
+    let fields = if changed_wanted { Some(pick(&names, &slots, wanted)?) } else { None };
     let mut out = Vec::with_capacity(stored.len() + 64);
     out.push(b'{');
     for (i, (name, slot)) in names.iter().zip(&slots).enumerate() {
@@ -113,7 +120,9 @@ pub fn merge_text(stored: &str, patch: &Entry, now: i64, wanted: &[&str]) -> Opt
         }
     }
     out.push(b'}');
-    Some(Merged { text: String::from_utf8(out).ok()?, fields })
+    // as the column is read from any entry (`entry::updated_at`: through a float)
+    let updated_at = entry::as_ms(&Value::from(updated)).unwrap_or(0);
+    Some(Merged { text: String::from_utf8(out).ok()?, updated_at, fields })
 }
 
 /// `name` as serde_json writes it between the quotes.

@@ -9,8 +9,8 @@ use serde_json::{json, Map, Value};
 use super::*;
 use crate::entry::{self, Entry};
 
-const WANTED: [&str; 9] =
-    ["displayName", "channel", "subject", "groupChannel", "space", "label", "origin", "sessionId", "updatedAt"];
+const WANTED: [&str; 8] =
+    ["displayName", "channel", "subject", "groupChannel", "space", "label", "origin", "sessionId"];
 
 fn obj(v: Value) -> Entry {
     match v {
@@ -19,20 +19,31 @@ fn obj(v: Value) -> Entry {
     }
 }
 
-/// What the parsing path stores and answers for `stored` + `patch`.
-fn parsed_path(stored: &str, patch: &Entry, now: i64) -> Option<(String, Entry)> {
-    let existing: Entry = serde_json::from_str(stored).ok()?;
-    let merged = entry::merge(Some(&existing), patch, now);
-    let fields = WANTED.iter().filter_map(|w| merged.get(*w).map(|v| ((*w).to_owned(), v.clone()))).collect();
-    Some((serde_json::to_string(&merged).ok()?, fields))
+fn wanted_of(e: &Entry) -> Entry {
+    WANTED.iter().filter_map(|w| e.get(*w).map(|v| ((*w).to_owned(), v.clone()))).collect()
 }
 
+/// What the parsing path stores and answers for `stored` + `patch`: the text, `updatedAt`, the
+/// wanted fields of the merged entry and of the stored one.
+fn parsed_path(stored: &str, patch: &Entry, now: i64) -> Option<(String, i64, Entry, Entry)> {
+    let existing: Entry = serde_json::from_str(stored).ok()?;
+    let merged = entry::merge(Some(&existing), patch, now);
+    Some((serde_json::to_string(&merged).ok()?, entry::updated_at(&merged), wanted_of(&merged), wanted_of(&existing)))
+}
+
+/// The text as the parsing path makes it; the wanted fields when the merge set one, else none,
+/// and then the stored entry's are the merged entry's.
 fn check(stored: &str, patch: &Entry, now: i64) -> Option<Merged> {
     let fast = merge_text(stored, patch, now, &WANTED);
     if let Some(m) = &fast {
-        let (text, fields) = parsed_path(stored, patch, now).expect("a text merge_text read is valid JSON");
+        let (text, updated, fields, before) =
+            parsed_path(stored, patch, now).expect("a text merge_text read is valid JSON");
         assert_eq!(m.text, text, "stored {stored}\npatch {patch:?}");
-        assert_eq!(m.fields, fields, "stored {stored}\npatch {patch:?}");
+        assert_eq!(m.updated_at, updated, "stored {stored}\npatch {patch:?}");
+        match &m.fields {
+            Some(f) => assert_eq!(*f, fields, "stored {stored}\npatch {patch:?}"),
+            None => assert_eq!(before, fields, "fields unchanged: stored {stored}\npatch {patch:?}"),
+        }
     }
     fast
 }

@@ -30,10 +30,10 @@ pub fn feeds_columns(field: &str) -> bool {
     matches!(field, "sessionId" | "spawnedBy" | "label" | "chatType") || INVENTORY_SOURCES.contains(&field)
 }
 
-/// The entry fields the `search` column is made from, with `updatedAt`: what
-/// [`Db::put_merged_text`] reads of an entry.
-pub const SEARCH_SOURCES: [&str; 9] =
-    ["displayName", "channel", "subject", "groupChannel", "space", "label", "origin", "sessionId", "updatedAt"];
+/// The entry fields the `search` column is made from (with the key): what
+/// [`Db::put_merged_text`] reads of an entry whose merge set one of them.
+pub const SEARCH_SOURCES: [&str; 8] =
+    ["displayName", "channel", "subject", "groupChannel", "space", "label", "origin", "sessionId"];
 
 /// A stored session: its canonical key and its entry (whole, or a [`SparseEntry`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -458,20 +458,34 @@ impl Db<'_> {
     /// Stores `text` as the entry of the existing row of `key`, when the entry it replaces and
     /// `text` differ in no field [`feeds_columns`] names (an upsert merged on the stored text,
     /// `entry_text`): the write [`put_session_over_text`](Self::put_session_over_text) makes
-    /// then. `fields` holds the new entry's [`SEARCH_SOURCES`]. Whether the row was there.
-    pub fn put_merged_text(&self, key: &str, fields: &Entry, text: &str) -> Result<bool> {
-        let n = self.exec(
-            "UPDATE sessions SET updated_at = ?2, search = ?3, entry = ?4 WHERE key = ?1",
-            args![key, entry::updated_at(fields), search_text(key, fields), text],
-        )?;
+    /// then. `search` holds the new entry's [`SEARCH_SOURCES`] when the merge set one of them;
+    /// `None` leaves the `search` column as it is (made of the same fields, by the same rule).
+    /// Whether the row was there.
+    pub fn put_merged_text(&self, key: &str, updated_at: i64, search: Option<&Entry>, text: &str) -> Result<bool> {
+        let n = match search {
+            Some(fields) => self.exec(
+                "UPDATE sessions SET updated_at = ?2, search = ?3, entry = ?4 WHERE key = ?1",
+                args![key, updated_at, search_text(key, fields), text],
+            )?,
+            None => self
+                .exec("UPDATE sessions SET updated_at = ?2, entry = ?3 WHERE key = ?1", args![key, updated_at, text])?,
+        };
         Ok(n > 0)
     }
 
-    /// Replaces the stored text of `key`'s entry as it is, columns untouched (tests: entry texts
-    /// another writer may have stored, with escapes, spacing or repeated names).
+    /// Replaces the stored text of `key`'s entry as it is (tests: entry texts another writer may
+    /// have stored, with escapes, spacing or repeated names). The other columns are untouched but
+    /// `search`, which every writer makes of the entry it stores (an upsert that sets none of its
+    /// [`SEARCH_SOURCES`] leaves it as it is); a text that is not JSON leaves it too.
     #[cfg(test)]
     pub fn set_entry_text(&self, key: &str, text: &str) -> Result<usize> {
-        self.exec("UPDATE sessions SET entry = ?1 WHERE key = ?2", args![text, key])
+        match parse_entry(key, text) {
+            Ok(e) => self.exec(
+                "UPDATE sessions SET entry = ?1, search = ?3 WHERE key = ?2",
+                args![text, key, search_text(key, &e)],
+            ),
+            Err(_) => self.exec("UPDATE sessions SET entry = ?1 WHERE key = ?2", args![text, key]),
+        }
     }
 
     /// Every column of `key`'s row, as one JSON array text (tests: two rows compared whole).
