@@ -75,6 +75,7 @@ export class SqliteStore {
     // read -> merge -> write in one transaction (BEGIN IMMEDIATE: no lost update across processes)
     this.upsertTx = db.transaction((key, patch) => this.#upsertOne(key, patch))
     this.seedTx = db.transaction((items) => { for (const { key, patch } of items) this.#upsertOne(key, patch) })
+    this.manyTx = db.transaction((items) => items.map(({ key, patch }) => this.#upsertOne(key, patch)))
     this.appendTx = db.transaction((key, messages) => {
       const entry = this.#upsertOne(key, {})
       for (const m of messages) this.stmt.addMessage.run(entry.sessionId, JSON.stringify(m))
@@ -105,6 +106,12 @@ export class SqliteStore {
   /** The merge rule of REFERENCE.md §2.5, creating the session when missing. */
   upsertSession(key, patch) {
     return this.upsertTx.immediate(this.canonical(key), patch)
+  }
+
+  /** Many upserts in one transaction, answering each merged entry: group commit done by hand,
+   * synchronously (bench/writers.mjs: the floor of a round of 8 on this driver). */
+  upsertMany(items) {
+    return this.manyTx.immediate(items.map(({ key, patch }) => ({ key: this.canonical(key), patch })))
   }
 
   /** Many upserts in one transaction (seeding). */
