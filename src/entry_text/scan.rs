@@ -48,6 +48,35 @@ pub fn canonical_members(text: &str) -> Option<Vec<Member<'_>>> {
     (s.i == s.b.len()).then_some(out)
 }
 
+/// The member names of one nested object read so far, as ranges of the text: the first
+/// [`Seen::FEW`] on the stack (an entry's objects have a handful), any more on the heap.
+#[derive(Default)]
+struct Seen {
+    few: [(usize, usize); Seen::FEW],
+    len: usize,
+    more: Vec<(usize, usize)>,
+}
+
+impl Seen {
+    const FEW: usize = 16;
+
+    /// Adds `name` (a range of `b`); false when the object has that name already.
+    fn add(&mut self, b: &[u8], name: std::ops::Range<usize>) -> bool {
+        let this = b.get(name.clone());
+        let kept = self.few[..self.len].iter().chain(&self.more);
+        if kept.into_iter().any(|&(start, end)| b.get(start..end) == this) {
+            return false;
+        }
+        if self.len < Self::FEW {
+            self.few[self.len] = (name.start, name.end);
+            self.len += 1;
+        } else {
+            self.more.push((name.start, name.end));
+        }
+        true
+    }
+}
+
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
@@ -95,14 +124,12 @@ impl Scanner<'_> {
             self.i += 1;
             return Some(());
         }
-        let mut names: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut names = Seen::default();
         loop {
             let name = self.string()?;
-            let b = self.b;
-            if names.iter().any(|n| b.get(n.clone()) == b.get(name.clone())) {
+            if !names.add(self.b, name) {
                 return None;
             }
-            names.push(name);
             self.eat(b':')?;
             self.value(depth)?;
             match self.next()? {
@@ -134,6 +161,9 @@ impl Scanner<'_> {
         self.eat(b'"')?;
         let start = self.i;
         loop {
+            // the run of plain bytes up to the next quote, escape or control character
+            let plain = self.b.get(self.i..)?.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+            self.i += plain;
             match self.next()? {
                 b'"' => return Some(start..self.i - 1),
                 b'\\' => match self.next()? {
