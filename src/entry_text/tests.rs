@@ -244,6 +244,30 @@ fn the_bench_upsert_is_merged_on_the_text() {
 }
 
 #[test]
+fn the_search_fields_are_answered_only_when_the_merge_sets_one() {
+    let stored = r#"{"sessionId":"s","updatedAt":1,"label":"Ops","origin":{"label":"Ann"},"lastTo":"+1"}"#;
+    let counters = check(stored, &obj(json!({"inputTokens": 3, "lastTo": "+2"})), 5).expect("merged");
+    assert_eq!(counters.fields, None);
+    assert_eq!(counters.updated_at, 5);
+    let renamed = check(stored, &obj(json!({"label": "Dev"})), 5).expect("merged");
+    let fields = renamed.fields.expect("the label is a search field");
+    assert_eq!(fields.get("label"), Some(&json!("Dev")));
+    assert_eq!(fields.get("origin"), Some(&json!({"label": "Ann"})));
+}
+
+#[test]
+fn a_nested_object_with_many_names_is_checked_for_a_name_twice() {
+    let p = obj(json!({"inputTokens": 1}));
+    let names: Vec<String> = (0..40).map(|i| format!(r#""n{i}":{i}"#)).collect();
+    let many = format!(r#"{{"sessionId":"s","updatedAt":1,"a":{{{}}}}}"#, names.join(","));
+    assert!(check(&many, &p, 5).is_some(), "40 names, each once");
+    for at in [3, 17, 39] {
+        let twice = format!(r#"{{"sessionId":"s","updatedAt":1,"a":{{{},"n{at}":0}}}}"#, names.join(","));
+        assert!(check(&twice, &p, 5).is_none(), "n{at} twice");
+    }
+}
+
+#[test]
 fn texts_another_writer_spelled_take_the_parsing_path() {
     let p = obj(json!({"inputTokens": 1}));
     for stored in [
