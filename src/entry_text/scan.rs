@@ -63,8 +63,7 @@ impl Seen {
     /// Adds `name` (a range of `b`); false when the object has that name already.
     fn add(&mut self, b: &[u8], name: std::ops::Range<usize>) -> bool {
         let this = b.get(name.clone());
-        let kept = self.few[..self.len].iter().chain(&self.more);
-        if kept.into_iter().any(|&(start, end)| b.get(start..end) == this) {
+        if self.few[..self.len].iter().chain(&self.more).any(|&(start, end)| b.get(start..end) == this) {
             return false;
         }
         if self.len < Self::FEW {
