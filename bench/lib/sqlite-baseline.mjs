@@ -74,7 +74,6 @@ export class SqliteStore {
     }
     // read -> merge -> write in one transaction (BEGIN IMMEDIATE: no lost update across processes)
     this.upsertTx = db.transaction((key, patch) => this.#upsertOne(key, patch))
-    this.seedTx = db.transaction((items) => { for (const { key, patch } of items) this.#upsertOne(key, patch) })
     this.manyTx = db.transaction((items) => items.map(({ key, patch }) => this.#upsertOne(key, patch)))
     this.appendTx = db.transaction((key, messages) => {
       const entry = this.#upsertOne(key, {})
@@ -116,7 +115,7 @@ export class SqliteStore {
 
   /** Many upserts in one transaction (seeding). */
   seed(items) {
-    this.seedTx.immediate(items.map(({ key, patch }) => ({ key: this.canonical(key), patch })))
+    this.upsertMany(items)
   }
 
   appendMessages(key, messages) {

@@ -462,14 +462,10 @@ impl Db<'_> {
     /// `None` leaves the `search` column as it is (made of the same fields, by the same rule).
     /// Whether the row was there.
     pub fn put_merged_text(&self, key: &str, updated_at: i64, search: Option<&Entry>, text: &str) -> Result<bool> {
-        let n = match search {
-            Some(fields) => self.exec(
-                "UPDATE sessions SET updated_at = ?2, search = ?3, entry = ?4 WHERE key = ?1",
-                args![key, updated_at, search_text(key, fields), text],
-            )?,
-            None => self
-                .exec("UPDATE sessions SET updated_at = ?2, entry = ?3 WHERE key = ?1", args![key, updated_at, text])?,
-        };
+        let n = self.exec(
+            "UPDATE sessions SET updated_at = ?2, search = coalesce(?3, search), entry = ?4 WHERE key = ?1",
+            args![key, updated_at, search.map(|fields| search_text(key, fields)), text],
+        )?;
         Ok(n > 0)
     }
 
@@ -479,13 +475,11 @@ impl Db<'_> {
     /// [`SEARCH_SOURCES`] leaves it as it is); a text that is not JSON leaves it too.
     #[cfg(test)]
     pub fn set_entry_text(&self, key: &str, text: &str) -> Result<usize> {
-        match parse_entry(key, text) {
-            Ok(e) => self.exec(
-                "UPDATE sessions SET entry = ?1, search = ?3 WHERE key = ?2",
-                args![text, key, search_text(key, &e)],
-            ),
-            Err(_) => self.exec("UPDATE sessions SET entry = ?1 WHERE key = ?2", args![text, key]),
-        }
+        let search = parse_entry(key, text).ok().map(|e| search_text(key, &e));
+        self.exec(
+            "UPDATE sessions SET entry = ?1, search = coalesce(?3, search) WHERE key = ?2",
+            args![text, key, search],
+        )
     }
 
     /// Every column of `key`'s row, as one JSON array text (tests: two rows compared whole).
