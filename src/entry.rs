@@ -29,7 +29,7 @@ pub fn new_session_id() -> String {
 }
 
 /// Read access to an entry's fields by name: the whole entry, or an entry of which only some
-/// fields were parsed (a listing's rows, `store::sessions::SparseEntry`).
+/// fields were parsed (a listing's rows, `store::listing::SparseEntry`).
 pub trait Fields {
     fn field(&self, name: &str) -> Option<&Value>;
 }

@@ -106,17 +106,14 @@ fn sql_in_the_store_is_never_built_from_strings() {
     files.sort();
     assert!(files.len() >= 6, "the store's files were not found");
     let sql_start = ["SELECT", "INSERT", "UPDATE", "DELETE", "PRAGMA", "CREATE", "ALTER", "DROP", "EXPLAIN", "WITH"];
-    let sessions = &files.iter().find(|(n, _)| n == "sessions.rs").unwrap().1;
+    let listing = &files.iter().find(|(n, _)| n == "listing.rs").unwrap().1;
     // a constant: the macro, or `concat!` of literals and the conditions macro (the merged list)
     let constant = |text: &str, c: &str, head: &str| {
         text.contains(&format!("const {c}: &str = {head}")) || text.contains(&format!("const {c}: &str = concat!(\n"))
     };
     for c in ["LIST_BY_SPAWNED_BY", "LIST_BY_LABEL", "LIST_BY_AGENT", "LIST_BY_UPDATED"] {
-        assert!(constant(sessions, c, "list_sql!(sqlite, \""), "{c} must be a constant");
-        assert!(
-            sessions.contains(&format!("const PG_{c}: &str = list_sql!(postgres, \"")),
-            "PG_{c} must be a constant"
-        );
+        assert!(constant(listing, c, "list_sql!(sqlite, \""), "{c} must be a constant");
+        assert!(listing.contains(&format!("const PG_{c}: &str = list_sql!(postgres, \"")), "PG_{c} must be a constant");
     }
     let inventory = &files.iter().find(|(n, _)| n == "inventory.rs").unwrap().1;
     for line in inventory.lines().map(|l| l.trim_start_matches("pub(super) ")).filter(|l| l.starts_with("const BY_")) {
@@ -146,10 +143,9 @@ fn sql_in_the_store_is_never_built_from_strings() {
                     || arg.starts_with("r#\"")
                     || arg.starts_with("r\"")
                     || arg.starts_with("concat!(");
-                // `execute_batch(sql)` in schema.rs runs the constant MIGRATIONS table; `list`
-                // in sessions.rs picks one of the constant LIST_BY_* statements
+                // `execute_batch(sql)` in schema.rs runs the constant MIGRATIONS table; the
+                // inventory page picks one of its constant BY_* statements
                 let constant = (matches!(name, "schema.rs" | "pg/mod.rs") && arg.starts_with("sql)"))
-                    || (name == "sessions.rs" && arg.starts_with("template)"))
                     || (name == "inventory.rs" && arg.starts_with("template)"))
                     // the statement API takes `sql: &'static str`: only constants reach it
                     || (matches!(name, "db.rs" | "pg/copy.rs") && {

@@ -126,23 +126,41 @@ impl<'c> Db<'c> {
         args: &[(&str, &dyn ToArg)],
         mut f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
-        let (names, args) = to_named(args);
         let mut out = Vec::new();
+        self.each_named(sql, args, |r| {
+            out.push(f(r)?);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// As [`each`](Self::each), with named arguments (on PostgreSQL the rows come whole).
+    pub fn each_named(
+        &self,
+        sql: &'static str,
+        args: &[(&str, &dyn ToArg)],
+        mut f: impl FnMut(&Row<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        let (names, args) = to_named(args);
         match self.conn {
             Conn::Lite(c) => {
                 let mut st = c.prepare_cached(sql).map_err(super::sql)?;
                 let mut rows = st.query(lite_named(&names, &args).as_slice()).map_err(super::sql)?;
                 while let Some(r) = rows.next().map_err(super::sql)? {
-                    out.push(f(&Row::Lite(r))?);
+                    if !f(&Row::Lite(r))? {
+                        break;
+                    }
                 }
             }
             Conn::Pg(tx) => {
                 for r in tx.query(sql, &args, &names)? {
-                    out.push(f(&Row::Pg(&r))?);
+                    if !f(&Row::Pg(&r))? {
+                        break;
+                    }
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Calls `f` on each row of a query, in order, until it answers `false`. On PostgreSQL a

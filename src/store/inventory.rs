@@ -11,7 +11,7 @@
 //! index and costs one look at each row the driving index walks past. Never decides who may see
 //! a row: the caller applies the visibility policy to what comes back.
 
-use super::sessions::ListedRow;
+use super::listing::ListedRow;
 use super::{Db, Dialect};
 use crate::entry::{self, Entry};
 use crate::error::{Error, Result};
@@ -106,7 +106,7 @@ const BY_PROJECT_ID: &str = inventory_sql!("INDEXED BY sessions_by_project_id", 
 const BY_WORKSPACE: &str = inventory_sql!("INDEXED BY sessions_by_workspace_dir", "workspace_dir = :workspace_dir");
 const BY_GROUP: &str = inventory_sql!("INDEXED BY sessions_by_grp", "grp = :grp");
 const BY_PINNED: &str = inventory_sql!("INDEXED BY sessions_by_pinned", "pinned = 1");
-/// An agent with few rows: its rows, sorted (see `sessions::LIST_BY_AGENT`).
+/// An agent with few rows: its rows, sorted (see `listing::LIST_BY_AGENT`).
 pub(super) const BY_AGENT: &str = inventory_sql!("INDEXED BY sessions_by_agent_id", "agent_id = :agent_id");
 pub(super) const BY_ARCHIVED: &str = inventory_sql!("INDEXED BY sessions_by_archived", "archived = :archived");
 /// No filter with an index of its own: the two halves of `sessions_by_archived` (active, then
@@ -203,7 +203,7 @@ impl Db<'_> {
             (BY_PINNED, PG_BY_PINNED)
         } else if f.agent_id.is_some() {
             // SQLite: a common agent's rows are picked out of `sessions_by_archived`, which holds
-            // `agent_id` (see `sessions::LIST_BY_AGENT`)
+            // `agent_id` (see `listing::LIST_BY_AGENT`)
             let lite = if self.dialect() == Dialect::Postgres || !self.agent_is_common(f.agent_id.as_deref())? {
                 BY_AGENT
             } else if f.archived.is_some() {

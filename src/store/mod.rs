@@ -16,6 +16,7 @@ mod db;
 mod dbfile;
 mod group;
 pub mod inventory;
+pub mod listing;
 pub mod oc9_read;
 pub mod oc9_write;
 pub mod outbox;
@@ -47,7 +48,7 @@ use crate::error::{Error, ErrorCode, Result};
 
 pub use db::{Db, Dialect};
 pub use group::{Deliver, GroupJob, GroupWriter};
-pub use sessions::{FieldSet, ListFilter, Listed, ListedRow, SparseEntry};
+pub use listing::{FieldSet, ListFilter, Listed, ListedRow, SparseEntry};
 pub use transcripts::HistoryPage;
 pub use value::{Arg, FromCol, Row, ToArg, Ty, Typed};
 pub use wal::WAL_LIMIT_BYTES;
