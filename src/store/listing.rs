@@ -2,8 +2,6 @@
 //! drive it (on both backends), the walk that hands rows on newest first with equal timestamps
 //! in insertion order, and the sparse parse of the entries a listing shows.
 
-use std::fmt::Write;
-
 use super::sessions::parse_entry;
 use super::{Db, Dialect, ToArg};
 use crate::entry::{self, Entry};
@@ -385,12 +383,7 @@ impl Db<'_> {
         if picked.is_empty() {
             return Ok(Vec::new());
         }
-        let mut ids = String::with_capacity(picked.len() * 8 + 2);
-        for id in &picked {
-            ids.push(if ids.is_empty() { '[' } else { ',' });
-            let _ = write!(ids, "{id}"); // (into a String: it cannot fail)
-        }
-        ids.push(']');
+        let ids = serde_json::to_string(&picked).map_err(|e| Error::store(format!("cannot encode rowids: {e}")))?;
         let mut out = Vec::with_capacity(picked.len());
         self.each(ROWS_BY_ROWID, args![ids], |r| {
             out.push(r.with_text(0, |key| r.with_text(1, |entry| read(key, entry)))?);
